@@ -1,0 +1,48 @@
+//! The one error type: every failure is a value, nothing panics.
+
+use core::fmt;
+
+/// Why a call could not do its job. Nothing is written when a call returns an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Error {
+    /// `src` and `dst` have different lengths (exactly one empty side included).
+    LengthMismatch {
+        /// Length of `src`.
+        src: usize,
+        /// Length of `dst`.
+        dst: usize,
+    },
+    /// The `alloc` output could not reserve memory for this many spans.
+    Alloc {
+        /// Spans that needed room.
+        spans: usize,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Error::LengthMismatch { src, dst } => write!(
+                f,
+                "src and dst must have equal lengths, got {src} and {dst}"
+            ),
+            Error::Alloc { spans } => write!(f, "could not allocate room for {spans} spans"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// `Ok(len)` when both sides have the same length.
+#[inline]
+pub(crate) fn check_lengths<T>(src: &[T], dst: &[T]) -> Result<usize, Error> {
+    if src.len() == dst.len() {
+        Ok(src.len())
+    } else {
+        Err(Error::LengthMismatch {
+            src: src.len(),
+            dst: dst.len(),
+        })
+    }
+}

@@ -1,0 +1,146 @@
+//! Concurrent contiguous runs in paired index arrays, with SIMD lanes, no heap and no
+//! unsafe code.
+//!
+//! Page `src[i]` is copied to page `dst[i]`. Wherever both sides advance by exactly +1
+//! the pages can move as one transfer (one RDMA work request, one descriptor per layer),
+//! so corun splits the positions `0..len` into maximal *runs*:
+//!
+//! ```
+//! use corun::Span;
+//!
+//! let src = [10u32, 11, 12, 40, 41, 7];
+//! let dst = [ 3u32,  4,  5,  6,  7, 8];
+//! let runs: Vec<Span> = corun::runs(&src, &dst)?.collect();
+//! assert_eq!(runs, [
+//!     Span { start: 0, len: 3 }, // src 10..13 -> dst 3..6
+//!     Span { start: 3, len: 2 }, // src 40..42 -> dst 6..8
+//!     Span { start: 5, len: 1 }, // src 7      -> dst 8
+//! ]);
+//! # Ok::<(), corun::Error>(())
+//! ```
+//!
+//! # Contract
+//!
+//! - Inside a span, `src[i + 1] == src[i] + 1` and `dst[i + 1] == dst[i] + 1` in exact
+//!   integer arithmetic: `T::MAX` followed by `T::MIN` is a break (unlike numpy's `diff`).
+//! - Every position belongs to exactly one span; spans are in order and never empty.
+//! - Both sides empty: no spans. Any length mismatch, one empty side included, is
+//!   [`Error::LengthMismatch`] naming both lengths, and nothing is written.
+//! - No function panics, on any input. Errors are values.
+//!
+//! # Output forms
+//!
+//! | form | function |
+//! |---|---|
+//! | count only (size a buffer exactly) | [`count_runs`] |
+//! | caller's `&mut [Span]`, resumable | [`group_into`] |
+//! | lazy iterator | [`runs`] |
+//! | `heapless::Vec<Span, N>`, resumable (feature `heapless`) | [`Grouper::group_into_heapless`] |
+//! | `Vec<Span>` (feature `alloc`, on by default) | `group` |
+//!
+//! [`Grouper`] carries the options (a cap on run length) and has every form as a method.
+//! [`scalar`] is the one-position-at-a-time reference that every fast path is tested
+//! against.
+//!
+//! # SIMD
+//!
+//! The kernel uses the [`wide`] crate, which picks its instructions when the crate is
+//! compiled: SSE2 on a default x86_64 build, AVX2 with `-C target-feature=+avx2`,
+//! AVX-512 with `-C target-cpu=native` on such a machine, NEON on aarch64.
+
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+mod error;
+mod grouper;
+mod index;
+mod kernel;
+mod lanes;
+mod runs;
+pub mod scalar;
+mod span;
+
+pub use error::Error;
+pub use grouper::Grouper;
+#[cfg(feature = "heapless")]
+pub use heapless;
+pub use index::Index;
+pub use runs::Runs;
+pub use span::{Progress, Span};
+
+/// Counts the runs of `src`/`dst` without writing them.
+///
+/// Size a buffer exactly before [`group_into`]. Errors: [`Error::LengthMismatch`].
+///
+/// ```
+/// assert_eq!(corun::count_runs(&[1u64, 2, 3, 9], &[5u64, 6, 7, 8]), Ok(2));
+/// assert_eq!(corun::count_runs::<u32>(&[], &[]), Ok(0));
+/// ```
+pub fn count_runs<T: Index>(src: &[T], dst: &[T]) -> Result<usize, Error> {
+    Grouper::new().count_runs(src, dst)
+}
+
+/// Writes the runs of `src`/`dst` into `out`, stopping at a run boundary when it is full.
+///
+/// Resume with `&src[progress.consumed..]` and `&dst[progress.consumed..]`; the spans of
+/// the next call are relative to that position. Errors: [`Error::LengthMismatch`], and
+/// then nothing is written.
+///
+/// ```
+/// use corun::{Progress, Span};
+///
+/// let src: [i32; 5] = [0, 1, 5, 6, 9];
+/// let dst: [i32; 5] = [4, 5, 6, 7, 8];
+/// let mut out = [Span::default(); 2];
+/// let p = corun::group_into(&src, &dst, &mut out)?;
+/// assert_eq!(p, Progress { consumed: 4, spans: 2 });
+/// assert_eq!(out, [Span { start: 0, len: 2 }, Span { start: 2, len: 2 }]);
+///
+/// // The buffer was full: continue from position 4.
+/// let p = corun::group_into(&src[4..], &dst[4..], &mut out)?;
+/// assert_eq!(p, Progress { consumed: 1, spans: 1 });
+/// assert_eq!(out[0], Span { start: 0, len: 1 });
+/// # Ok::<(), corun::Error>(())
+/// ```
+pub fn group_into<T: Index>(src: &[T], dst: &[T], out: &mut [Span]) -> Result<Progress, Error> {
+    Grouper::new().group_into(src, dst, out)
+}
+
+/// The runs of `src`/`dst` as a lazy iterator: SIMD inside, no allocation.
+///
+/// Errors: [`Error::LengthMismatch`].
+///
+/// ```
+/// let src = [7u32, 8, 9, 3];
+/// let dst = [0u32, 1, 2, 3];
+/// let lens: Vec<usize> = corun::runs(&src, &dst)?.map(|s| s.len).collect();
+/// assert_eq!(lens, [3, 1]);
+/// # Ok::<(), corun::Error>(())
+/// ```
+pub fn runs<'a, T: Index>(src: &'a [T], dst: &'a [T]) -> Result<Runs<'a, T>, Error> {
+    Grouper::new().runs(src, dst)
+}
+
+/// All runs of `src`/`dst` in a new vector of exactly the right capacity.
+///
+/// Errors: [`Error::LengthMismatch`], [`Error::Alloc`].
+///
+/// ```
+/// use corun::Span;
+/// let spans = corun::group(&[1u32, 2, 4], &[1u32, 2, 3])?;
+/// assert_eq!(spans, [Span { start: 0, len: 2 }, Span { start: 2, len: 1 }]);
+/// # Ok::<(), corun::Error>(())
+/// ```
+#[cfg(feature = "alloc")]
+pub fn group<T: Index>(src: &[T], dst: &[T]) -> Result<alloc::vec::Vec<Span>, Error> {
+    Grouper::new().group(src, dst)
+}
+
+/// The README's Rust examples, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

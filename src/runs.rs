@@ -1,0 +1,93 @@
+//! The lazy iterator over runs, fed by the SIMD break scan.
+
+use core::iter::FusedIterator;
+use core::num::NonZeroUsize;
+
+use crate::index::Index;
+use crate::kernel::Scan;
+use crate::span::Span;
+
+/// Spans of `src`/`dst` in order, computed lazily with the SIMD kernel (no allocation).
+///
+/// Made by [`runs`](crate::runs) or [`Grouper::runs`](crate::Grouper::runs). With a
+/// [`max_len`](crate::Grouper::max_len) cap, longer runs come out as consecutive pieces.
+#[derive(Clone, Debug)]
+pub struct Runs<'a, T> {
+    scan: Scan<'a, T>,
+    /// Block of the pending break bits.
+    base: usize,
+    /// Break bits of the current block not yet turned into spans.
+    bits: u64,
+    /// Start of the next span: every position before it has been yielded.
+    start: usize,
+    /// End of the run that `start` is in, once it is known (`start == end`: not yet).
+    end: usize,
+    len: usize,
+    max_len: usize,
+}
+
+impl<'a, T: Index> Runs<'a, T> {
+    /// `src` and `dst` must be of equal length (checked by the callers).
+    pub(crate) fn new(src: &'a [T], dst: &'a [T], max_len: Option<NonZeroUsize>) -> Self {
+        Runs {
+            scan: Scan::new(src, dst),
+            base: 0,
+            bits: 0,
+            start: 0,
+            end: 0,
+            len: src.len(),
+            max_len: max_len.map_or(usize::MAX, NonZeroUsize::get),
+        }
+    }
+
+    /// Input positions covered by the spans yielded so far.
+    ///
+    /// Stop after any span, and `&src[consumed..]`, `&dst[consumed..]` hold exactly the
+    /// spans not yet yielded (see [`Progress`](crate::Progress)).
+    #[inline]
+    pub fn consumed(&self) -> usize {
+        self.start
+    }
+
+    /// The next break after the current run, or `len` when there is none.
+    #[inline]
+    fn next_break(&mut self) -> usize {
+        if self.bits == 0 {
+            match self.scan.next() {
+                Some((base, bits)) => (self.base, self.bits) = (base, bits),
+                None => return self.len,
+            }
+        }
+        let pair = self.base + self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        pair + 1
+    }
+}
+
+impl<T: Index> Iterator for Runs<'_, T> {
+    type Item = Span;
+
+    #[inline]
+    fn next(&mut self) -> Option<Span> {
+        if self.start == self.end {
+            if self.start >= self.len {
+                return None;
+            }
+            self.end = self.next_break();
+        }
+        let len = (self.end - self.start).min(self.max_len);
+        let span = Span {
+            start: self.start,
+            len,
+        };
+        self.start += len;
+        Some(span)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.len - self.start;
+        (usize::from(left > 0), Some(left))
+    }
+}
+
+impl<T: Index> FusedIterator for Runs<'_, T> {}

@@ -1,0 +1,142 @@
+//! The reference implementation: one position at a time, written to be obviously correct.
+//!
+//! Every fast path in corun is tested and fuzzed against these functions. They have the
+//! same contracts as the crate-level functions of the same names; the `_with` forms take
+//! the same [`Grouper`] options.
+//!
+//! ```
+//! let src = [10u32, 11, 12, 40, 41];
+//! let dst = [7u32, 8, 9, 9, 10];
+//! assert_eq!(corun::scalar::count_runs(&src, &dst), Ok(2));
+//! assert_eq!(corun::scalar::count_runs(&src, &dst), corun::count_runs(&src, &dst));
+//! ```
+
+use core::iter::FusedIterator;
+
+use crate::error::check_lengths;
+use crate::{Error, Grouper, Index, Progress, Span};
+
+/// `b` follows `a`: `a + 1 == b` in exact arithmetic (`MAX` then `MIN` is no step).
+#[inline]
+pub fn follows<T: Index>(a: T, b: T) -> bool {
+    a.checked_succ() == Some(b)
+}
+
+/// Spans one position at a time. Made by [`runs`] and [`runs_with`].
+#[derive(Clone, Debug)]
+pub struct Runs<'a, T> {
+    src: &'a [T],
+    dst: &'a [T],
+    /// Where the next span starts.
+    pos: usize,
+    max_len: usize,
+}
+
+impl<T: Index> Runs<'_, T> {
+    /// Positions covered by the spans yielded so far.
+    pub fn consumed(&self) -> usize {
+        self.pos
+    }
+
+    /// Position `i` continues the run that position `i - 1` is in.
+    fn joins(&self, i: usize) -> bool {
+        let pair = |side: &[T]| match (side.get(i.wrapping_sub(1)), side.get(i)) {
+            (Some(&a), Some(&b)) => follows(a, b),
+            _ => false,
+        };
+        pair(self.src) && pair(self.dst)
+    }
+}
+
+impl<T: Index> Iterator for Runs<'_, T> {
+    type Item = Span;
+
+    fn next(&mut self) -> Option<Span> {
+        let start = self.pos;
+        if start >= self.src.len() {
+            return None;
+        }
+        let mut len = 1;
+        while len < self.max_len && self.joins(start + len) {
+            len += 1;
+        }
+        self.pos = start + len;
+        Some(Span { start, len })
+    }
+}
+
+impl<T: Index> FusedIterator for Runs<'_, T> {}
+
+/// Reference for [`Grouper::runs`].
+pub fn runs_with<'a, T: Index>(
+    grouper: &Grouper,
+    src: &'a [T],
+    dst: &'a [T],
+) -> Result<Runs<'a, T>, Error> {
+    check_lengths(src, dst)?;
+    let max_len = grouper.get_max_len().map_or(usize::MAX, |m| m.get());
+    Ok(Runs {
+        src,
+        dst,
+        pos: 0,
+        max_len,
+    })
+}
+
+/// Reference for [`crate::runs`].
+pub fn runs<'a, T: Index>(src: &'a [T], dst: &'a [T]) -> Result<Runs<'a, T>, Error> {
+    runs_with(&Grouper::new(), src, dst)
+}
+
+/// Reference for [`Grouper::count_runs`].
+pub fn count_runs_with<T: Index>(grouper: &Grouper, src: &[T], dst: &[T]) -> Result<usize, Error> {
+    Ok(runs_with(grouper, src, dst)?.count())
+}
+
+/// Reference for [`crate::count_runs`].
+pub fn count_runs<T: Index>(src: &[T], dst: &[T]) -> Result<usize, Error> {
+    count_runs_with(&Grouper::new(), src, dst)
+}
+
+/// Reference for [`Grouper::group_into`].
+pub fn group_into_with<T: Index>(
+    grouper: &Grouper,
+    src: &[T],
+    dst: &[T],
+    out: &mut [Span],
+) -> Result<Progress, Error> {
+    let mut runs = runs_with(grouper, src, dst)?;
+    let mut spans = 0;
+    for slot in out.iter_mut() {
+        match runs.next() {
+            Some(span) => *slot = span,
+            None => break,
+        }
+        spans += 1;
+    }
+    Ok(Progress {
+        consumed: runs.consumed(),
+        spans,
+    })
+}
+
+/// Reference for [`crate::group_into`].
+pub fn group_into<T: Index>(src: &[T], dst: &[T], out: &mut [Span]) -> Result<Progress, Error> {
+    group_into_with(&Grouper::new(), src, dst, out)
+}
+
+/// Reference for [`Grouper::group`].
+#[cfg(feature = "alloc")]
+pub fn group_with<T: Index>(
+    grouper: &Grouper,
+    src: &[T],
+    dst: &[T],
+) -> Result<alloc::vec::Vec<Span>, Error> {
+    Ok(runs_with(grouper, src, dst)?.collect())
+}
+
+/// Reference for [`crate::group`].
+#[cfg(feature = "alloc")]
+pub fn group<T: Index>(src: &[T], dst: &[T]) -> Result<alloc::vec::Vec<Span>, Error> {
+    group_with(&Grouper::new(), src, dst)
+}

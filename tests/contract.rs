@@ -1,0 +1,212 @@
+//! The contract, point by point, and the numpy helper's documented cases adapted to it.
+#![cfg(feature = "alloc")]
+
+mod common;
+
+use common::*;
+use core::num::NonZeroUsize;
+use corun::{Error, Grouper, Progress, Span};
+
+fn spans(list: &[(usize, usize)]) -> Vec<Span> {
+    list.iter()
+        .map(|&(start, len)| Span { start, len })
+        .collect()
+}
+
+#[test]
+fn max_then_min_is_a_break_for_every_type() {
+    // numpy's diff wraps and calls [i32::MAX, i32::MIN] contiguous; corun does not.
+    let two = spans(&[(0, 1), (1, 1)]);
+    assert_eq!(corun::group(&[i32::MAX, i32::MIN], &[0, 1]).unwrap(), two);
+    assert_eq!(corun::group(&[0, 1], &[i32::MAX, i32::MIN]).unwrap(), two);
+    assert_eq!(corun::group(&[u32::MAX, 0], &[0, 1]).unwrap(), two);
+    assert_eq!(corun::group(&[u64::MAX, 0], &[0, 1]).unwrap(), two);
+    assert_eq!(corun::group(&[i64::MAX, i64::MIN], &[0, 1]).unwrap(), two);
+    assert_eq!(corun::group(&[0, 1], &[u64::MAX, 0]).unwrap(), two);
+    // Up to MAX is fine.
+    assert_eq!(
+        corun::group(&[u32::MAX - 1, u32::MAX], &[0, 1]).unwrap(),
+        spans(&[(0, 2)])
+    );
+    assert_eq!(
+        corun::group(&[-1i32, 0, 1], &[i32::MIN, i32::MIN + 1, i32::MIN + 2]).unwrap(),
+        spans(&[(0, 3)])
+    );
+}
+
+#[test]
+fn wrap_inside_long_runs_is_a_break_in_the_simd_path() {
+    // A run that climbs through MAX, long enough for several full blocks.
+    let src: Vec<u32> = (0..1000u32)
+        .map(|i| (u32::MAX - 500).wrapping_add(i))
+        .collect();
+    let dst: Vec<u32> = (0..1000).collect();
+    assert_eq!(
+        corun::group(&src, &dst).unwrap(),
+        spans(&[(0, 501), (501, 499)])
+    );
+    let src: Vec<i64> = (0..1000i64)
+        .map(|i| (i64::MAX - 100).wrapping_add(i))
+        .collect();
+    let dst: Vec<i64> = (0..1000).collect();
+    assert_eq!(
+        corun::group(&dst, &src).unwrap(),
+        spans(&[(0, 101), (101, 899)])
+    );
+}
+
+#[test]
+fn both_empty_is_zero_runs() {
+    let e: [u32; 0] = [];
+    assert_eq!(corun::count_runs(&e, &e), Ok(0));
+    assert_eq!(corun::group(&e, &e), Ok(vec![]));
+    assert_eq!(corun::runs(&e, &e).unwrap().next(), None);
+    let mut out = [SENTINEL; 2];
+    assert_eq!(
+        corun::group_into(&e, &e, &mut out),
+        Ok(Progress {
+            consumed: 0,
+            spans: 0
+        })
+    );
+    assert_eq!(out, [SENTINEL; 2]);
+}
+
+#[test]
+fn one_side_empty_is_a_mismatch() {
+    // The numpy helper returns ([], []) here; corun calls it what it is.
+    check_mismatch::<u32>(&[1, 2, 3], &[]);
+    check_mismatch::<i64>(&[], &[1]);
+}
+
+#[test]
+fn mismatch_error_names_both_lengths() {
+    let err = corun::count_runs(&[1u32, 2, 3], &[1u32, 2]).unwrap_err();
+    assert_eq!(err, Error::LengthMismatch { src: 3, dst: 2 });
+    assert_eq!(
+        err.to_string(),
+        "src and dst must have equal lengths, got 3 and 2"
+    );
+    let _: &dyn core::error::Error = &err;
+}
+
+#[test]
+fn numpy_helper_single_group() {
+    let src = [0i32, 1, 2, 3];
+    let dst = [10i32, 11, 12, 13];
+    assert_eq!(corun::group(&src, &dst).unwrap(), spans(&[(0, 4)]));
+}
+
+#[test]
+fn numpy_helper_split() {
+    // src breaks at 3, dst at 2: both break the run.
+    let src = [0i32, 1, 2, 5, 6, 7];
+    let dst = [10i32, 11, 20, 21, 22, 23];
+    let got = corun::group(&src, &dst).unwrap();
+    assert_eq!(got, spans(&[(0, 2), (2, 1), (3, 3)]));
+    // The helper's output shape: lists of src and dst groups.
+    let src_groups: Vec<&[i32]> = got.iter().map(|s| &src[s.range()]).collect();
+    let dst_groups: Vec<&[i32]> = got.iter().map(|s| &dst[s.range()]).collect();
+    assert_eq!(src_groups, [&[0, 1][..], &[2], &[5, 6, 7]]);
+    assert_eq!(dst_groups, [&[10, 11][..], &[20], &[21, 22, 23]]);
+}
+
+#[test]
+fn numpy_helper_singletons_and_repeats() {
+    // Repeated, descending and +2 steps are all breaks.
+    let src = [5i64, 5, 4, 6, 7];
+    let dst = [0i64, 1, 2, 3, 4];
+    assert_eq!(
+        corun::group(&src, &dst).unwrap(),
+        spans(&[(0, 1), (1, 1), (2, 1), (3, 2)])
+    );
+}
+
+#[test]
+fn single_position_is_one_run() {
+    assert_eq!(
+        corun::group(&[u64::MAX], &[0u64]).unwrap(),
+        spans(&[(0, 1)])
+    );
+}
+
+#[test]
+fn group_into_stops_at_run_boundaries() {
+    let src: Vec<u32> = (0..300).map(|i| i + 3 * (i / 100)).collect(); // runs of 100
+    let dst: Vec<u32> = (0..300).collect();
+    let mut out = [SENTINEL; 2];
+    let p = corun::group_into(&src, &dst, &mut out).unwrap();
+    assert_eq!(
+        p,
+        Progress {
+            consumed: 200,
+            spans: 2
+        }
+    );
+    assert_eq!(out, spans(&[(0, 100), (100, 100)])[..]);
+    let p = corun::group_into(&src[200..], &dst[200..], &mut out).unwrap();
+    assert_eq!(
+        p,
+        Progress {
+            consumed: 100,
+            spans: 1
+        }
+    );
+    assert_eq!(out[0], Span { start: 0, len: 100 });
+    assert_eq!(
+        out[1],
+        Span {
+            start: 100,
+            len: 100
+        },
+        "slot past the spans untouched"
+    );
+}
+
+#[test]
+fn empty_buffer_makes_no_progress() {
+    let mut out: [Span; 0] = [];
+    assert_eq!(
+        corun::group_into(&[1u32], &[1u32], &mut out),
+        Ok(Progress {
+            consumed: 0,
+            spans: 0
+        })
+    );
+}
+
+#[test]
+fn max_len_cuts_runs_into_pieces() {
+    let src: Vec<u64> = (0..10).collect();
+    let dst: Vec<u64> = (0..10).map(|i| i + 100 * u64::from(i >= 7)).collect(); // runs 7 + 3
+    let g = Grouper::new().max_len(NonZeroUsize::new(3).unwrap());
+    assert_eq!(
+        g.group(&src, &dst).unwrap(),
+        spans(&[(0, 3), (3, 3), (6, 1), (7, 3)])
+    );
+    assert_eq!(g.count_runs(&src, &dst), Ok(4));
+    let one = Grouper::new().max_len(NonZeroUsize::MIN);
+    assert_eq!(one.count_runs(&src, &dst), Ok(10));
+    let mut out = [SENTINEL; 3];
+    assert_eq!(
+        g.group_into(&src, &dst, &mut out),
+        Ok(Progress {
+            consumed: 7,
+            spans: 3
+        })
+    );
+    assert_eq!(g.get_max_len(), NonZeroUsize::new(3));
+    assert_eq!(Grouper::new().get_max_len(), None);
+}
+
+#[test]
+fn runs_reports_consumed_for_resuming() {
+    let src = [1u32, 2, 3, 9, 10, 20];
+    let mut runs = corun::runs(&src, &src).unwrap();
+    assert_eq!(runs.consumed(), 0);
+    assert_eq!(runs.next(), Some(Span { start: 0, len: 3 }));
+    assert_eq!(runs.consumed(), 3);
+    assert_eq!(runs.by_ref().count(), 2);
+    assert_eq!(runs.consumed(), 6);
+    assert_eq!(runs.next(), None);
+}

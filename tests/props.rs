@@ -1,0 +1,75 @@
+//! Property tests: every public function against `corun::scalar`, for every index type,
+//! on inputs made of runs with values near the type's limits.
+#![cfg(feature = "alloc")]
+
+mod common;
+
+use common::*;
+use corun::Grouper;
+use proptest::prelude::*;
+
+macro_rules! props {
+    ($($name:ident: $t:ty),*) => {$(
+        mod $name {
+            use super::*;
+
+            proptest! {
+                #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+                #[test]
+                fn matches_reference((src, dst) in pairs::<$t>(40)) {
+                    check(&src, &dst);
+                }
+
+                #[test]
+                fn max_len_matches_reference((src, dst) in pairs::<$t>(30), max in max_len()) {
+                    check_with(&Grouper::new().max_len(max), &src, &dst);
+                }
+
+                #[test]
+                fn resume_matches_one_shot(
+                    (src, dst) in pairs::<$t>(30),
+                    caps in prop::collection::vec(prop_oneof![1usize..4, 1usize..40], 1..8),
+                    max in proptest::option::of(max_len()),
+                ) {
+                    let grouper = max.map_or(Grouper::new(), |m| Grouper::new().max_len(m));
+                    check_resume(&grouper, &src, &dst, &caps);
+                }
+
+                #[test]
+                #[cfg(feature = "heapless")]
+                fn heapless_resume_matches_one_shot(
+                    (src, dst) in pairs::<$t>(30),
+                    pre in 0usize..8,
+                    max in proptest::option::of(max_len()),
+                ) {
+                    let grouper = max.map_or(Grouper::new(), |m| Grouper::new().max_len(m));
+                    check_resume_heapless::<_, 1>(&grouper, &src, &dst, 0);
+                    check_resume_heapless::<_, 8>(&grouper, &src, &dst, pre);
+                }
+
+                #[test]
+                fn mismatch_is_an_error_and_writes_nothing(
+                    (src, dst) in pairs::<$t>(10),
+                    cut in any::<prop::sample::Index>(),
+                    src_side in any::<bool>(),
+                ) {
+                    prop_assume!(!src.is_empty());
+                    let short = &(if src_side { &src } else { &dst })[..cut.index(src.len())];
+                    let (s, d) = if src_side { (short, &dst[..]) } else { (&src[..], short) };
+                    check_mismatch(s, d);
+                }
+            }
+        }
+    )*};
+}
+
+props!(u32s: u32, i32s: i32, u64s: u64, i64s: i64);
+
+/// Case count per property: `PROPTEST_CASES` when set (CI lowers it under emulation).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256)
+}
