@@ -60,8 +60,9 @@ impl Grouper {
         match self.max_len {
             _ if len == 0 => Ok(0),
             None => Ok(count_breaks(src, dst) + 1),
+            // Runs are never empty; dividing by `NonZeroUsize` has no panic path.
             Some(max) => Ok(Runs::new(src, dst, None)
-                .map(|run| run.len.div_ceil(max.get()))
+                .map(|run| (run.len - 1) / max + 1)
                 .sum()),
         }
     }

@@ -107,14 +107,17 @@ macro_rules! exhaustive {
         mod $name {
             use super::*;
             #[test]
+            #[cfg_attr(miri, ignore = "minutes under Miri; props and contract cover it there")]
             fn every_break_pattern_up_to_16() {
                 every_pattern::<$t>();
             }
             #[test]
+            #[cfg_attr(miri, ignore = "minutes under Miri; props and contract cover it there")]
             fn every_break_pattern_across_a_block() {
                 every_pattern_across_a_block::<$t>();
             }
             #[test]
+            #[cfg_attr(miri, ignore = "minutes under Miri; props and contract cover it there")]
             fn every_length_across_three_blocks() {
                 every_length::<$t>();
             }

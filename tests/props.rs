@@ -17,18 +17,18 @@ macro_rules! props {
                 #![proptest_config(ProptestConfig::with_cases(cases()))]
 
                 #[test]
-                fn matches_reference((src, dst) in pairs::<$t>(40)) {
+                fn matches_reference((src, dst) in pairs::<$t>(SEGS)) {
                     check(&src, &dst);
                 }
 
                 #[test]
-                fn max_len_matches_reference((src, dst) in pairs::<$t>(30), max in max_len()) {
+                fn max_len_matches_reference((src, dst) in pairs::<$t>(SEGS), max in max_len()) {
                     check_with(&Grouper::new().max_len(max), &src, &dst);
                 }
 
                 #[test]
                 fn resume_matches_one_shot(
-                    (src, dst) in pairs::<$t>(30),
+                    (src, dst) in pairs::<$t>(SEGS),
                     caps in prop::collection::vec(prop_oneof![1usize..4, 1usize..40], 1..8),
                     max in proptest::option::of(max_len()),
                 ) {
@@ -37,9 +37,8 @@ macro_rules! props {
                 }
 
                 #[test]
-                #[cfg(feature = "heapless")]
                 fn heapless_resume_matches_one_shot(
-                    (src, dst) in pairs::<$t>(30),
+                    (src, dst) in pairs::<$t>(SEGS),
                     pre in 0usize..8,
                     max in proptest::option::of(max_len()),
                 ) {
@@ -65,6 +64,9 @@ macro_rules! props {
 }
 
 props!(u32s: u32, i32s: i32, u64s: u64, i64s: i64);
+
+/// Segments per input: fewer under Miri, which interprets every lane operation.
+const SEGS: usize = if cfg!(miri) { 6 } else { 40 };
 
 /// Case count per property: `PROPTEST_CASES` when set (CI lowers it under emulation).
 fn cases() -> u32 {

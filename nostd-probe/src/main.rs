@@ -1,0 +1,137 @@
+//! Proof that corun is `no_std` and that no panic path survives optimisation.
+//!
+//! Built in release (`cargo build --release`, x86_64 Linux, `-nostartfiles`), this program
+//! calls every public entry point on inputs the optimiser cannot see (`black_box`) and
+//! checks the results; its exit code is 0 or the number of the first failed check.
+//! The panic handler calls a symbol that exists nowhere, so if any panic path in the
+//! code called here is still reachable after optimisation, **the link fails**.
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+use core::num::NonZeroUsize;
+
+use corun::{Grouper, Index, Progress, Span, scalar};
+
+unsafe extern "C" {
+    /// Defined nowhere: referencing it fails the link.
+    fn corun_panic_path_is_reachable() -> !;
+    /// libc's `_exit`: a bare system call, fine without libc's start-up code.
+    fn _exit(code: i32) -> !;
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: never called at run time; the reference exists to break the link.
+    unsafe { corun_panic_path_is_reachable() }
+}
+
+/// The process entry point: align the stack as a `call` would, then run the checks.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C" fn _start() -> ! {
+    core::arch::naked_asm!("xor ebp, ebp", "and rsp, -16", "call {main}", "ud2", main = sym main);
+}
+
+extern "C" fn main() -> ! {
+    let code = run();
+    // SAFETY: `_exit` takes any status and does not return.
+    unsafe { _exit(code) }
+}
+
+/// Each check's number, returned on the first failure.
+fn run() -> i32 {
+    let mut check = 0;
+    let mut ok = |good: bool| {
+        check += 1;
+        good.then_some(()).ok_or(check)
+    };
+    match all::<u32>(&mut ok)
+        .and_then(|()| all::<i32>(&mut ok))
+        .and_then(|()| all::<u64>(&mut ok))
+        .and_then(|()| all::<i64>(&mut ok))
+    {
+        Ok(()) => 0,
+        Err(n) => n,
+    }
+}
+
+/// Arrays long enough for the SIMD blocks (3 x 64 + tail), with runs of 1, 70, 1 and 128.
+fn input<T: Index + From<u8>>() -> ([T; 200], [T; 200]) {
+    let mut src = [T::MIN; 200];
+    let mut dst = [T::MIN; 200];
+    let mut s = T::from(7u8);
+    let mut d = T::MAX; // dst climbs from MAX: a wrap-around break at position 1
+    for i in 0..200 {
+        let jump = i == 71 || i == 72;
+        if i > 0 {
+            s = if jump { T::from(3u8) } else { s.checked_succ().unwrap_or(T::MIN) };
+            d = d.checked_succ().unwrap_or(T::MIN);
+        }
+        src[i] = s;
+        dst[i] = d;
+    }
+    (src, dst)
+}
+
+fn all<T: Index + From<u8>>(ok: &mut impl FnMut(bool) -> Result<(), i32>) -> Result<(), i32> {
+    let (src, dst) = input::<T>();
+    let (src, dst): (&[T], &[T]) = (black_box(&src), black_box(&dst));
+    // position 0 alone (MAX -> MIN on dst), then 1..71, 71 (src jumps to 3), and
+    // 72..200 (src jumps to 3 again, then climbs)
+    let want = [
+        Span { start: 0, len: 1 },
+        Span { start: 1, len: 70 },
+        Span { start: 71, len: 1 },
+        Span { start: 72, len: 128 },
+    ];
+
+    ok(corun::count_runs(src, dst) == Ok(4))?;
+    ok(scalar::count_runs(src, dst) == Ok(4))?;
+
+    let mut out = [Span::default(); 8];
+    let done = |spans| Ok(Progress { consumed: 200, spans });
+    ok(corun::group_into(src, dst, buf(&mut out, 8)) == done(4))?;
+    ok(out[..4] == want)?;
+    ok(scalar::group_into(src, dst, buf(&mut out, 8)) == done(4))?;
+
+    // Resume with room for two spans at a time.
+    let (mut pos, mut got) = (0, 0);
+    while let (Some(s), Some(d)) = (src.get(pos..), dst.get(pos..)) {
+        if s.is_empty() {
+            break;
+        }
+        let Ok(p) = corun::group_into(s, d, buf(&mut out, 2)) else { return ok(false) };
+        for span in out.get(..p.spans).unwrap_or_default() {
+            ok(Some(&Span { start: span.start + pos, len: span.len }) == want.get(got))?;
+            got += 1;
+        }
+        pos += p.consumed;
+    }
+    ok(got == 4)?;
+
+    let Ok(runs) = corun::runs(src, dst) else { return ok(false) };
+    ok(runs.zip(want).all(|(a, b)| a == b))?;
+    let Ok(runs) = scalar::runs(src, dst) else { return ok(false) };
+    ok(runs.eq(want))?;
+
+    let cap = Grouper::new().max_len(black_box(NonZeroUsize::new(50).unwrap_or(NonZeroUsize::MIN)));
+    ok(cap.count_runs(src, dst) == Ok(7))?; // 1 + (50 + 20) + 1 + (50 + 50 + 28)
+    let mut hv = heapless::Vec::<Span, 3>::new();
+    ok(cap.group_into_heapless(src, dst, &mut hv) == Ok(Progress { consumed: 71, spans: 3 }))?;
+    ok(cap.group_into(src, dst, buf(&mut out, 8)) == done(7))?;
+    ok(scalar::count_runs_with(&cap, src, dst) == Ok(7))?;
+
+    // Errors are values too.
+    let short = dst.get(..black_box(199)).unwrap_or_default();
+    let err = Err(corun::Error::LengthMismatch { src: 200, dst: 199 });
+    ok(corun::count_runs(src, short) == err)?;
+    ok(corun::group_into(src, short, &mut out) == err.map(|_| Progress::default()))?;
+    ok(corun::runs(src, short).is_err())
+}
+
+/// The first `n` slots of `out`, `n` hidden from the optimiser.
+fn buf(out: &mut [Span], n: usize) -> &mut [Span] {
+    let n = black_box(n).min(out.len());
+    out.get_mut(..n).unwrap_or_default()
+}

@@ -1,0 +1,182 @@
+//! Structured fuzz inputs: the fuzzer's bytes decode into run-built arrays of an index
+//! type it picks, plus the knobs each target needs. Each `run` is one fuzz iteration.
+
+use core::num::NonZeroUsize;
+
+use arbitrary::Arbitrary;
+use corun::Grouper;
+
+use crate::{
+    Seg, TestIndex, anchor, build, check, check_mismatch, check_resume, check_resume_heapless,
+    check_with,
+};
+
+/// Which index type the arrays are.
+#[derive(Clone, Copy, Debug, Arbitrary)]
+pub enum Ty {
+    U32,
+    I32,
+    U64,
+    I64,
+}
+
+/// Where a side starts: near a limit, or anywhere.
+#[derive(Clone, Copy, Debug, Arbitrary)]
+pub enum Start {
+    Anchor(u8),
+    Raw(i64),
+}
+
+/// Paired arrays made of runs, of one index type.
+#[derive(Clone, Debug, Arbitrary)]
+pub struct Pairs {
+    pub ty: Ty,
+    pub start: (Start, Start),
+    pub segs: Vec<Seg>,
+}
+
+/// Calls `$f::<T>(src, dst)` with the arrays built for the chosen type.
+macro_rules! with_pairs {
+    ($pairs:expr, |$src:ident, $dst:ident| $body:expr) => {
+        match $pairs.ty {
+            Ty::U32 => {
+                let ($src, $dst) = $pairs.build::<u32>();
+                $body
+            }
+            Ty::I32 => {
+                let ($src, $dst) = $pairs.build::<i32>();
+                $body
+            }
+            Ty::U64 => {
+                let ($src, $dst) = $pairs.build::<u64>();
+                $body
+            }
+            Ty::I64 => {
+                let ($src, $dst) = $pairs.build::<i64>();
+                $body
+            }
+        }
+    };
+}
+
+impl Pairs {
+    /// The arrays; at most 64 segments (up to 16K positions) to keep iterations fast.
+    pub fn build<T: TestIndex>(&self) -> (Vec<T>, Vec<T>) {
+        let start = |s: Start| match s {
+            Start::Anchor(k) => anchor::<T>(k),
+            Start::Raw(x) => i128::from(x),
+        };
+        let segs = &self.segs[..self.segs.len().min(64)];
+        build::<T>((start(self.start.0), start(self.start.1)), segs)
+    }
+}
+
+/// Target `agree`: every output form against the reference.
+#[derive(Debug, Arbitrary)]
+pub struct Agree {
+    pub pairs: Pairs,
+}
+
+impl Agree {
+    pub fn run(&self) {
+        with_pairs!(self.pairs, |src, dst| check(&src, &dst));
+    }
+}
+
+/// Target `resume`: buffers of capacities picked by the input, resumed until done.
+#[derive(Debug, Arbitrary)]
+pub struct Resume {
+    pub pairs: Pairs,
+    pub caps: Vec<u8>,
+    pub max_len: Option<u16>,
+    pub heapless_taken: u8,
+}
+
+impl Resume {
+    pub fn run(&self) {
+        let grouper = grouper(self.max_len);
+        let caps: Vec<usize> = self.caps.iter().map(|&c| 1 + usize::from(c % 64)).collect();
+        let caps = if caps.is_empty() { vec![1] } else { caps };
+        let taken = usize::from(self.heapless_taken);
+        with_pairs!(self.pairs, |src, dst| {
+            check_resume(&grouper, &src, &dst, &caps);
+            check_resume_heapless::<_, 1>(&grouper, &src, &dst, 0);
+            check_resume_heapless::<_, 7>(&grouper, &src, &dst, taken);
+        });
+    }
+}
+
+/// Target `max_len`: the run-length cap on every output form.
+#[derive(Debug, Arbitrary)]
+pub struct MaxLen {
+    pub pairs: Pairs,
+    pub max_len: u16,
+}
+
+impl MaxLen {
+    pub fn run(&self) {
+        let grouper = grouper(Some(self.max_len));
+        with_pairs!(self.pairs, |src, dst| check_with(&grouper, &src, &dst));
+    }
+}
+
+/// Target `mismatch`: one side cut short (possibly to nothing), or padded.
+#[derive(Debug, Arbitrary)]
+pub struct Mismatch {
+    pub pairs: Pairs,
+    pub cut: u16,
+    pub cut_src: bool,
+    pub grow: bool,
+}
+
+impl Mismatch {
+    pub fn run(&self) {
+        with_pairs!(self.pairs, |src, dst| {
+            let (mut src, mut dst) = (src, dst);
+            let side = if self.cut_src { &mut src } else { &mut dst };
+            if self.grow {
+                let extra = usize::from(self.cut % 300) + 1;
+                side.resize(side.len() + extra, Default::default());
+            } else {
+                if side.is_empty() {
+                    return;
+                }
+                side.truncate(usize::from(self.cut) % side.len());
+            }
+            check_mismatch(&src, &dst);
+        });
+    }
+}
+
+/// No cap for `None` or 0, else a cap of that many positions.
+fn grouper(max_len: Option<u16>) -> Grouper {
+    match max_len.and_then(|m| NonZeroUsize::new(usize::from(m))) {
+        Some(m) => Grouper::new().max_len(m),
+        None => Grouper::new(),
+    }
+}
+
+/// Decodes `bytes` as libfuzzer-sys does for target `target` and runs one iteration;
+/// `false` when the bytes do not decode (the fuzzer skips those too). Used to replay the
+/// seed corpora and found crashes under `cargo test`.
+pub fn replay(target: &str, bytes: &[u8]) -> bool {
+    fn run<'a, I: Arbitrary<'a>>(bytes: &'a [u8], go: impl FnOnce(&I)) -> bool {
+        if bytes.len() < I::size_hint(0).0 {
+            return false;
+        }
+        match I::arbitrary_take_rest(arbitrary::Unstructured::new(bytes)) {
+            Ok(input) => {
+                go(&input);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+    match target {
+        "agree" => run(bytes, Agree::run),
+        "resume" => run(bytes, Resume::run),
+        "max_len" => run(bytes, MaxLen::run),
+        "mismatch" => run(bytes, Mismatch::run),
+        _ => panic!("no fuzz target named {target}"),
+    }
+}

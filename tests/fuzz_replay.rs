@@ -1,0 +1,44 @@
+//! Replays the fuzz seed corpora (`fuzz/corpus/<target>/seed-*`) and every crash the
+//! fuzzers found (`tests/fuzz_regressions/<target>/<what it found>`) through the same
+//! checks the fuzz targets run.
+#![cfg(feature = "alloc")]
+
+use std::path::Path;
+
+const TARGETS: [&str; 4] = ["agree", "resume", "max_len", "mismatch"];
+
+/// Runs every file under `dir/<target>/` whose name starts with `prefix`.
+fn replay_dir(dir: &Path, prefix: &str) -> usize {
+    let mut replayed = 0;
+    for target in TARGETS {
+        let Ok(entries) = std::fs::read_dir(dir.join(target)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy();
+            if name.starts_with(prefix) {
+                let bytes = std::fs::read(&path).unwrap();
+                eprintln!("replaying {}", path.display());
+                corun_testkit::fuzz::replay(target, &bytes);
+                replayed += 1;
+            }
+        }
+    }
+    replayed
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "file system access")]
+fn seed_corpora_pass() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let n = replay_dir(&root.join("fuzz/corpus"), "seed-");
+    assert!(n >= TARGETS.len(), "expected seed corpora, found {n} files");
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "file system access")]
+fn found_crashes_stay_fixed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    replay_dir(&root.join("tests/fuzz_regressions"), "");
+}
