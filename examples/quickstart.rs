@@ -15,10 +15,7 @@ struct Pool {
 
 impl Pool {
     fn new(pages: u32, seed: u64) -> Self {
-        let mut pool = Pool {
-            free: (0..pages).collect(),
-            rng: seed,
-        };
+        let mut pool = Pool { free: (0..pages).collect(), rng: seed };
         // Age the pool: keep 12 requests live, finish one at random, start another.
         let mut live: Vec<Vec<u32>> = Vec::new();
         for _ in 0..200 {

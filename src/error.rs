@@ -23,10 +23,9 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Error::LengthMismatch { src, dst } => write!(
-                f,
-                "src and dst must have equal lengths, got {src} and {dst}"
-            ),
+            Error::LengthMismatch { src, dst } => {
+                write!(f, "src and dst must have equal lengths, got {src} and {dst}")
+            }
             Error::Alloc { spans } => write!(f, "could not allocate room for {spans} spans"),
         }
     }
@@ -40,9 +39,6 @@ pub(crate) fn check_lengths<T>(src: &[T], dst: &[T]) -> Result<usize, Error> {
     if src.len() == dst.len() {
         Ok(src.len())
     } else {
-        Err(Error::LengthMismatch {
-            src: src.len(),
-            dst: dst.len(),
-        })
+        Err(Error::LengthMismatch { src: src.len(), dst: dst.len() })
     }
 }

@@ -3,7 +3,7 @@
 use core::num::NonZeroUsize;
 
 use crate::error::check_lengths;
-use crate::kernel::count_breaks;
+use crate::kernel::{Scan, count_breaks};
 use crate::{Error, Index, Progress, Runs, Span};
 
 /// Grouping options, applied by its methods. The crate-level functions use the defaults.
@@ -41,9 +41,7 @@ impl Grouper {
     /// and the resume rule of [`Progress`] work on pieces as they do on whole runs.
     #[must_use]
     pub const fn max_len(self, max_len: NonZeroUsize) -> Self {
-        Grouper {
-            max_len: Some(max_len),
-        }
+        Grouper { max_len: Some(max_len) }
     }
 
     /// The cap set by [`max_len`](Self::max_len), if any.
@@ -61,9 +59,7 @@ impl Grouper {
             _ if len == 0 => Ok(0),
             None => Ok(count_breaks(src, dst) + 1),
             // Runs are never empty; dividing by `NonZeroUsize` has no panic path.
-            Some(max) => Ok(Runs::new(src, dst, None)
-                .map(|run| (run.len - 1) / max + 1)
-                .sum()),
+            Some(max) => Ok(Runs::new(src, dst, None).map(|run| (run.len - 1) / max + 1).sum()),
         }
     }
 
@@ -86,16 +82,17 @@ impl Grouper {
         dst: &[T],
         out: &mut [Span],
     ) -> Result<Progress, Error> {
-        let mut runs = self.runs(src, dst)?;
+        check_lengths(src, dst)?;
+        if self.max_len.is_none() {
+            return Ok(fill(src, dst, out));
+        }
+        let mut runs = Runs::new(src, dst, self.max_len);
         let mut spans = 0;
         for (slot, span) in out.iter_mut().zip(&mut runs) {
             *slot = span;
             spans += 1;
         }
-        Ok(Progress {
-            consumed: runs.consumed(),
-            spans,
-        })
+        Ok(Progress { consumed: runs.consumed(), spans })
     }
 
     /// Appends as many spans as fit into `out`, with the resume rule of
@@ -112,17 +109,11 @@ impl Grouper {
         while !out.is_full() {
             let Some(span) = runs.next() else { break };
             if let Err(span) = out.push(span) {
-                return Ok(Progress {
-                    consumed: span.start,
-                    spans,
-                });
+                return Ok(Progress { consumed: span.start, spans });
             }
             spans += 1;
         }
-        Ok(Progress {
-            consumed: runs.consumed(),
-            spans,
-        })
+        Ok(Progress { consumed: runs.consumed(), spans })
     }
 
     /// All spans in a new vector of exactly the right capacity.
@@ -133,9 +124,35 @@ impl Grouper {
     pub fn group<T: Index>(&self, src: &[T], dst: &[T]) -> Result<alloc::vec::Vec<Span>, Error> {
         let spans = self.count_runs(src, dst)?;
         let mut out = alloc::vec::Vec::new();
-        out.try_reserve_exact(spans)
-            .map_err(|_| Error::Alloc { spans })?;
+        out.try_reserve_exact(spans).map_err(|_| Error::Alloc { spans })?;
         out.extend(Runs::new(src, dst, self.max_len));
         Ok(out)
     }
+}
+
+/// [`Grouper::group_into`] without a cap: the spans ending in a block are written in one
+/// loop of a known trip count (the block's break count), with no per-span room check.
+#[inline]
+fn fill<T: Index>(src: &[T], dst: &[T], out: &mut [Span]) -> Progress {
+    let (mut start, mut written) = (0, 0);
+    for (base, mut bits) in Scan::new(src, dst) {
+        let breaks = bits.count_ones() as usize;
+        let room = out.len() - written;
+        let slots = out.get_mut(written..written + breaks.min(room)).unwrap_or_default();
+        for slot in slots.iter_mut() {
+            let end = base + bits.trailing_zeros() as usize + 1;
+            *slot = Span { start, len: end - start };
+            start = end;
+            bits &= bits - 1;
+        }
+        written += slots.len();
+        if breaks > room {
+            return Progress { consumed: start, spans: written };
+        }
+    }
+    if let Some(slot) = out.get_mut(written).filter(|_| start < src.len()) {
+        *slot = Span { start, len: src.len() - start };
+        (start, written) = (src.len(), written + 1);
+    }
+    Progress { consumed: start, spans: written }
 }

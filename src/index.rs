@@ -29,9 +29,16 @@ pub trait Index:
     /// `1` in this type.
     #[doc(hidden)]
     const ONE: Self;
+    /// A signed type (its `MAX -> MIN` wrap flips the top bit from 0 to 1).
+    #[doc(hidden)]
+    const SIGNED: bool;
     /// `MAX - BLOCK`: a block whose first value is at most this cannot wrap inside.
     #[doc(hidden)]
     const WRAP_GUARD: Self;
+
+    /// `self + BLOCK`, wrapping.
+    #[doc(hidden)]
+    fn plus_block(self) -> Self;
 
     /// `self + 1`, or `None` when that overflows (`self == MAX`).
     fn checked_succ(self) -> Option<Self>;
@@ -48,7 +55,13 @@ macro_rules! index {
             const MAX: Self = <$t>::MAX;
             type Lanes = $lanes;
             const ONE: Self = 1;
+            const SIGNED: bool = <$t>::MIN != 0;
             const WRAP_GUARD: Self = <$t>::MAX - BLOCK as $t;
+
+            #[inline(always)]
+            fn plus_block(self) -> Self {
+                self.wrapping_add(BLOCK as $t)
+            }
 
             #[inline(always)]
             fn checked_succ(self) -> Option<Self> {

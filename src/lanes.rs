@@ -3,120 +3,138 @@
 //! `wide` picks SSE2, AVX2, AVX-512, NEON or portable code at compile time
 //! (`cfg(target_feature)`), so this file only says which `wide` calls to make.
 
-use core::ops::{BitOr, BitXor, Sub};
+use core::ops::{Add, BitAnd, BitOr, BitXor, Not, Sub};
 
 use crate::kernel::BLOCK;
 
 /// A vector of `WIDTH` lanes of `Elem`. Arithmetic wraps; the kernel relies on that.
-pub trait Lanes: Copy + BitOr<Output = Self> + BitXor<Output = Self> + Sub<Output = Self> {
+pub trait Lanes:
+    Copy
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + BitAnd<Output = Self>
+    + BitOr<Output = Self>
+    + BitXor<Output = Self>
+    + Not<Output = Self>
+{
     /// The lane type.
     type Elem: Copy;
     /// Lanes per vector.
     const WIDTH: usize;
     /// Every lane set to `x`.
     fn splat(x: Self::Elem) -> Self;
+    /// Lane `i` set to `start + i` (wrapping; the kernel calls it with constants).
+    fn iota(start: usize) -> Self;
     /// A block of `BLOCK` elements as `BLOCK / WIDTH` vectors, in order.
     fn split(block: &[Self::Elem; BLOCK]) -> impl Iterator<Item = Self>;
-    /// Bit `k` set exactly when lane `k` is zero (bits `WIDTH..` clear).
-    fn zero_bits(self) -> u64;
+    /// The top bit of a lane is set exactly when the lanes are equal (other bits are
+    /// unspecified: only [`top_bits`](Lanes::top_bits) may read the result).
+    fn eq_top(self, other: Self) -> Self;
+    /// Bit `k` is the top bit of lane `k` (bits `WIDTH..` clear).
+    fn top_bits(self) -> u64;
     /// Every lane is zero.
     fn all_zero(self) -> bool;
 }
 
-macro_rules! lanes_32 {
-    ($($v:ident: $t:ty),*) => {$(
+macro_rules! lanes {
+    ($($v:ident: $t:ty, $width:literal, $eq_top:ident, $all_zero:ident;)*) => {$(
         impl Lanes for wide::$v {
             type Elem = $t;
-            const WIDTH: usize = 8;
+            const WIDTH: usize = $width;
             #[inline(always)]
             fn splat(x: $t) -> Self {
                 Self::splat(x)
             }
             #[inline(always)]
-            fn split(block: &[$t; BLOCK]) -> impl Iterator<Item = Self> {
-                block.as_chunks::<8>().0.iter().map(|c| Self::new(*c))
+            fn iota(start: usize) -> Self {
+                Self::new(core::array::from_fn(|i| (start + i) as $t))
             }
             #[inline(always)]
-            fn zero_bits(self) -> u64 {
-                u64::from(self.simd_eq(Self::ZERO).to_bitmask())
+            fn split(block: &[$t; BLOCK]) -> impl Iterator<Item = Self> {
+                block.as_chunks::<$width>().0.iter().map(|c| Self::new(*c))
+            }
+            #[inline(always)]
+            fn eq_top(self, other: Self) -> Self {
+                $eq_top(self, other)
+            }
+            #[inline(always)]
+            fn top_bits(self) -> u64 {
+                u64::from(self.to_bitmask())
             }
             #[inline(always)]
             fn all_zero(self) -> bool {
-                self.simd_eq(Self::ZERO).all()
+                $all_zero(self)
             }
         }
     )*};
 }
 
-macro_rules! lanes_64 {
-    ($($v:ident: $t:ty),*) => {$(
-        impl Lanes for wide::$v {
-            type Elem = $t;
-            const WIDTH: usize = 4;
+lanes! {
+    u32x8: u32, 8, eq_native, all_zero_native;
+    i32x8: i32, 8, eq_native, all_zero_native;
+    u64x4: u64, 4, eq_64, all_zero_64;
+    i64x4: i64, 4, eq_64, all_zero_64;
+}
+
+/// The lane types `wide` compares natively.
+trait NativeEq: Copy + Default {
+    fn eq(self, other: Self) -> Self;
+    fn all(self) -> bool;
+}
+
+macro_rules! native_eq {
+    ($($v:ident),*) => {$(
+        impl NativeEq for wide::$v {
             #[inline(always)]
-            fn splat(x: $t) -> Self {
-                Self::splat(x)
+            fn eq(self, other: Self) -> Self {
+                self.simd_eq(other)
             }
             #[inline(always)]
-            fn split(block: &[$t; BLOCK]) -> impl Iterator<Item = Self> {
-                block.as_chunks::<4>().0.iter().map(|c| Self::new(*c))
-            }
-            #[inline(always)]
-            fn zero_bits(self) -> u64 {
-                zero_bits_64(bytemuck::cast(self))
-            }
-            #[inline(always)]
-            fn all_zero(self) -> bool {
-                all_zero_64(bytemuck::cast(self))
+            fn all(self) -> bool {
+                wide::$v::all(self)
             }
         }
     )*};
 }
+native_eq!(u32x8, i32x8, u64x4, i64x4);
 
-lanes_32!(u32x8: u32, i32x8: i32);
-lanes_64!(u64x4: u64, i64x4: i64);
+#[inline(always)]
+fn eq_native<V: NativeEq>(a: V, b: V) -> V {
+    a.eq(b)
+}
+
+#[inline(always)]
+fn all_zero_native<V: NativeEq>(v: V) -> bool {
+    v.eq(V::default()).all()
+}
 
 // x86 without SSE4.1 has no 64-bit lane compare (`pcmpeqq`), and `wide` falls back to
-// scalar code there. A 64-bit lane is zero exactly when both of its 32-bit halves are,
-// and SSE2 compares 32-bit lanes natively, so look at the vector as `u32x8`.
-#[cfg(all(
-    any(target_arch = "x86", target_arch = "x86_64"),
-    not(target_feature = "sse4.1")
-))]
+// scalar code there. A 64-bit lane is equal exactly when both of its 32-bit halves are,
+// and SSE2 compares 32-bit lanes natively: compare as `u32x8`, then AND each lane's low
+// half's result into its high half (`<< 32`), whose top bit `top_bits` reads.
+#[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), not(target_feature = "sse4.1")))]
 #[inline(always)]
-fn zero_bits_64(v: wide::u64x4) -> u64 {
-    let halves: wide::u32x8 = bytemuck::cast(v);
-    let m = u64::from(halves.simd_eq(wide::u32x8::ZERO).to_bitmask());
-    // Lane k is zero when bits 2k and 2k+1 are both set; gather bits 0, 2, 4, 6.
-    let pairs = m & (m >> 1) & 0b0101_0101;
-    let pairs = (pairs | (pairs >> 1)) & 0b0011_0011;
-    (pairs | (pairs >> 2)) & 0b1111
+fn eq_64<V: bytemuck::Pod>(a: V, b: V) -> V {
+    let (a, b): (wide::u32x8, wide::u32x8) = (bytemuck::cast(a), bytemuck::cast(b));
+    let e: wide::u64x4 = bytemuck::cast(a.simd_eq(b));
+    bytemuck::cast(e & (e << 32u32))
 }
 
-#[cfg(all(
-    any(target_arch = "x86", target_arch = "x86_64"),
-    not(target_feature = "sse4.1")
-))]
+#[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), not(target_feature = "sse4.1")))]
 #[inline(always)]
-fn all_zero_64(v: wide::u64x4) -> bool {
+fn all_zero_64<V: bytemuck::Pod>(v: V) -> bool {
     let halves: wide::u32x8 = bytemuck::cast(v);
     halves.simd_eq(wide::u32x8::ZERO).all()
 }
 
-#[cfg(not(all(
-    any(target_arch = "x86", target_arch = "x86_64"),
-    not(target_feature = "sse4.1")
-)))]
+#[cfg(not(all(any(target_arch = "x86", target_arch = "x86_64"), not(target_feature = "sse4.1"))))]
 #[inline(always)]
-fn zero_bits_64(v: wide::u64x4) -> u64 {
-    u64::from(v.simd_eq(wide::u64x4::ZERO).to_bitmask())
+fn eq_64<V: NativeEq>(a: V, b: V) -> V {
+    eq_native(a, b)
 }
 
-#[cfg(not(all(
-    any(target_arch = "x86", target_arch = "x86_64"),
-    not(target_feature = "sse4.1")
-)))]
+#[cfg(not(all(any(target_arch = "x86", target_arch = "x86_64"), not(target_feature = "sse4.1"))))]
 #[inline(always)]
-fn all_zero_64(v: wide::u64x4) -> bool {
-    v.simd_eq(wide::u64x4::ZERO).all()
+fn all_zero_64<V: NativeEq>(v: V) -> bool {
+    all_zero_native(v)
 }

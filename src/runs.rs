@@ -76,10 +76,7 @@ impl<T: Index> Iterator for Runs<'_, T> {
             self.end = self.next_break();
         }
         let len = (self.end - self.start).min(self.max_len);
-        let span = Span {
-            start: self.start,
-            len,
-        };
+        let span = Span { start: self.start, len };
         self.start += len;
         Some(span)
     }

@@ -75,12 +75,7 @@ pub fn runs_with<'a, T: Index>(
 ) -> Result<Runs<'a, T>, Error> {
     check_lengths(src, dst)?;
     let max_len = grouper.get_max_len().map_or(usize::MAX, |m| m.get());
-    Ok(Runs {
-        src,
-        dst,
-        pos: 0,
-        max_len,
-    })
+    Ok(Runs { src, dst, pos: 0, max_len })
 }
 
 /// Reference for [`crate::runs`].
@@ -114,10 +109,7 @@ pub fn group_into_with<T: Index>(
         }
         spans += 1;
     }
-    Ok(Progress {
-        consumed: runs.consumed(),
-        spans,
-    })
+    Ok(Progress { consumed: runs.consumed(), spans })
 }
 
 /// Reference for [`crate::group_into`].

@@ -8,9 +8,7 @@ use core::num::NonZeroUsize;
 use corun::{Error, Grouper, Progress, Span};
 
 fn spans(list: &[(usize, usize)]) -> Vec<Span> {
-    list.iter()
-        .map(|&(start, len)| Span { start, len })
-        .collect()
+    list.iter().map(|&(start, len)| Span { start, len }).collect()
 }
 
 #[test]
@@ -24,10 +22,7 @@ fn max_then_min_is_a_break_for_every_type() {
     assert_eq!(corun::group(&[i64::MAX, i64::MIN], &[0, 1]).unwrap(), two);
     assert_eq!(corun::group(&[0, 1], &[u64::MAX, 0]).unwrap(), two);
     // Up to MAX is fine.
-    assert_eq!(
-        corun::group(&[u32::MAX - 1, u32::MAX], &[0, 1]).unwrap(),
-        spans(&[(0, 2)])
-    );
+    assert_eq!(corun::group(&[u32::MAX - 1, u32::MAX], &[0, 1]).unwrap(), spans(&[(0, 2)]));
     assert_eq!(
         corun::group(&[-1i32, 0, 1], &[i32::MIN, i32::MIN + 1, i32::MIN + 2]).unwrap(),
         spans(&[(0, 3)])
@@ -37,22 +32,12 @@ fn max_then_min_is_a_break_for_every_type() {
 #[test]
 fn wrap_inside_long_runs_is_a_break_in_the_simd_path() {
     // A run that climbs through MAX, long enough for several full blocks.
-    let src: Vec<u32> = (0..1000u32)
-        .map(|i| (u32::MAX - 500).wrapping_add(i))
-        .collect();
+    let src: Vec<u32> = (0..1000u32).map(|i| (u32::MAX - 500).wrapping_add(i)).collect();
     let dst: Vec<u32> = (0..1000).collect();
-    assert_eq!(
-        corun::group(&src, &dst).unwrap(),
-        spans(&[(0, 501), (501, 499)])
-    );
-    let src: Vec<i64> = (0..1000i64)
-        .map(|i| (i64::MAX - 100).wrapping_add(i))
-        .collect();
+    assert_eq!(corun::group(&src, &dst).unwrap(), spans(&[(0, 501), (501, 499)]));
+    let src: Vec<i64> = (0..1000i64).map(|i| (i64::MAX - 100).wrapping_add(i)).collect();
     let dst: Vec<i64> = (0..1000).collect();
-    assert_eq!(
-        corun::group(&dst, &src).unwrap(),
-        spans(&[(0, 101), (101, 899)])
-    );
+    assert_eq!(corun::group(&dst, &src).unwrap(), spans(&[(0, 101), (101, 899)]));
 }
 
 #[test]
@@ -62,13 +47,7 @@ fn both_empty_is_zero_runs() {
     assert_eq!(corun::group(&e, &e), Ok(vec![]));
     assert_eq!(corun::runs(&e, &e).unwrap().next(), None);
     let mut out = [SENTINEL; 2];
-    assert_eq!(
-        corun::group_into(&e, &e, &mut out),
-        Ok(Progress {
-            consumed: 0,
-            spans: 0
-        })
-    );
+    assert_eq!(corun::group_into(&e, &e, &mut out), Ok(Progress { consumed: 0, spans: 0 }));
     assert_eq!(out, [SENTINEL; 2]);
 }
 
@@ -83,10 +62,7 @@ fn one_side_empty_is_a_mismatch() {
 fn mismatch_error_names_both_lengths() {
     let err = corun::count_runs(&[1u32, 2, 3], &[1u32, 2]).unwrap_err();
     assert_eq!(err, Error::LengthMismatch { src: 3, dst: 2 });
-    assert_eq!(
-        err.to_string(),
-        "src and dst must have equal lengths, got 3 and 2"
-    );
+    assert_eq!(err.to_string(), "src and dst must have equal lengths, got 3 and 2");
     let _: &dyn core::error::Error = &err;
 }
 
@@ -116,18 +92,12 @@ fn numpy_helper_singletons_and_repeats() {
     // Repeated, descending and +2 steps are all breaks.
     let src = [5i64, 5, 4, 6, 7];
     let dst = [0i64, 1, 2, 3, 4];
-    assert_eq!(
-        corun::group(&src, &dst).unwrap(),
-        spans(&[(0, 1), (1, 1), (2, 1), (3, 2)])
-    );
+    assert_eq!(corun::group(&src, &dst).unwrap(), spans(&[(0, 1), (1, 1), (2, 1), (3, 2)]));
 }
 
 #[test]
 fn single_position_is_one_run() {
-    assert_eq!(
-        corun::group(&[u64::MAX], &[0u64]).unwrap(),
-        spans(&[(0, 1)])
-    );
+    assert_eq!(corun::group(&[u64::MAX], &[0u64]).unwrap(), spans(&[(0, 1)]));
 }
 
 #[test]
@@ -136,31 +106,12 @@ fn group_into_stops_at_run_boundaries() {
     let dst: Vec<u32> = (0..300).collect();
     let mut out = [SENTINEL; 2];
     let p = corun::group_into(&src, &dst, &mut out).unwrap();
-    assert_eq!(
-        p,
-        Progress {
-            consumed: 200,
-            spans: 2
-        }
-    );
+    assert_eq!(p, Progress { consumed: 200, spans: 2 });
     assert_eq!(out, spans(&[(0, 100), (100, 100)])[..]);
     let p = corun::group_into(&src[200..], &dst[200..], &mut out).unwrap();
-    assert_eq!(
-        p,
-        Progress {
-            consumed: 100,
-            spans: 1
-        }
-    );
+    assert_eq!(p, Progress { consumed: 100, spans: 1 });
     assert_eq!(out[0], Span { start: 0, len: 100 });
-    assert_eq!(
-        out[1],
-        Span {
-            start: 100,
-            len: 100
-        },
-        "slot past the spans untouched"
-    );
+    assert_eq!(out[1], Span { start: 100, len: 100 }, "slot past the spans untouched");
 }
 
 #[test]
@@ -168,10 +119,7 @@ fn empty_buffer_makes_no_progress() {
     let mut out: [Span; 0] = [];
     assert_eq!(
         corun::group_into(&[1u32], &[1u32], &mut out),
-        Ok(Progress {
-            consumed: 0,
-            spans: 0
-        })
+        Ok(Progress { consumed: 0, spans: 0 })
     );
 }
 
@@ -180,21 +128,12 @@ fn max_len_cuts_runs_into_pieces() {
     let src: Vec<u64> = (0..10).collect();
     let dst: Vec<u64> = (0..10).map(|i| i + 100 * u64::from(i >= 7)).collect(); // runs 7 + 3
     let g = Grouper::new().max_len(NonZeroUsize::new(3).unwrap());
-    assert_eq!(
-        g.group(&src, &dst).unwrap(),
-        spans(&[(0, 3), (3, 3), (6, 1), (7, 3)])
-    );
+    assert_eq!(g.group(&src, &dst).unwrap(), spans(&[(0, 3), (3, 3), (6, 1), (7, 3)]));
     assert_eq!(g.count_runs(&src, &dst), Ok(4));
     let one = Grouper::new().max_len(NonZeroUsize::MIN);
     assert_eq!(one.count_runs(&src, &dst), Ok(10));
     let mut out = [SENTINEL; 3];
-    assert_eq!(
-        g.group_into(&src, &dst, &mut out),
-        Ok(Progress {
-            consumed: 7,
-            spans: 3
-        })
-    );
+    assert_eq!(g.group_into(&src, &dst, &mut out), Ok(Progress { consumed: 7, spans: 3 }));
     assert_eq!(g.get_max_len(), NonZeroUsize::new(3));
     assert_eq!(Grouper::new().get_max_len(), None);
 }

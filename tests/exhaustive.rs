@@ -69,11 +69,7 @@ fn to_i128<T: TestIndex>(x: T) -> i128 {
 /// first, last and every pair, and wraps at the very end.
 fn every_length<T: TestIndex>() {
     for len in 0..=3 * 64 + 3 {
-        let ramp = |base: i128| {
-            (0..len as i128)
-                .map(|i| T::wrap(base + i))
-                .collect::<Vec<T>>()
-        };
+        let ramp = |base: i128| (0..len as i128).map(|i| T::wrap(base + i)).collect::<Vec<T>>();
         let cases: Vec<(Vec<T>, Vec<T>)> = vec![
             (ramp(0), ramp(7)),
             (ramp(T::HI - len as i128 + 1), ramp(0)), // ends exactly at MAX: no wrap
@@ -82,17 +78,10 @@ fn every_length<T: TestIndex>() {
             (ramp(0), ramp(T::HI - 63)),
             ((0..len).map(|_| T::wrap(3)).collect(), ramp(0)), // every pair breaks
             (ramp(0), (0..len as i128).map(|i| T::wrap(i * 2)).collect()),
-            (
-                (0..len as i128)
-                    .map(|i| T::wrap(if i == 1 { 99 } else { i }))
-                    .collect(),
-                ramp(0),
-            ),
+            ((0..len as i128).map(|i| T::wrap(if i == 1 { 99 } else { i })).collect(), ramp(0)),
             (
                 ramp(0),
-                (0..len as i128)
-                    .map(|i| T::wrap(i + i128::from(i + 1 == len as i128)))
-                    .collect(),
+                (0..len as i128).map(|i| T::wrap(i + i128::from(i + 1 == len as i128))).collect(),
             ),
         ];
         for (src, dst) in cases {

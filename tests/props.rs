@@ -66,12 +66,9 @@ macro_rules! props {
 props!(u32s: u32, i32s: i32, u64s: u64, i64s: i64);
 
 /// Segments per input: fewer under Miri, which interprets every lane operation.
-const SEGS: usize = if cfg!(miri) { 6 } else { 40 };
+const SEGS: usize = if cfg!(miri) { 3 } else { 40 };
 
 /// Case count per property: `PROPTEST_CASES` when set (CI lowers it under emulation).
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(256)
+    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(256)
 }

@@ -12,10 +12,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use corun::{Grouper, Index, Progress, Span, scalar};
 
 /// A span no call writes: shows writes past the end of a buffer.
-pub const SENTINEL: Span = Span {
-    start: usize::MAX,
-    len: usize::MAX,
-};
+pub const SENTINEL: Span = Span { start: usize::MAX, len: usize::MAX };
 
 /// Index types built from `i128` values by wrapping, so that a run climbing past `MAX`
 /// lands on `MIN` (the wrap pair that must be a break).
@@ -61,16 +58,9 @@ impl<'a> Arbitrary<'a> for Seg {
     /// Lengths 1 to 4 half of the time (short runs are where bugs hide), up to 255 else.
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
         let b = u8::arbitrary(u)?;
-        let len = if b & 0x80 == 0 {
-            1 + usize::from(b & 3)
-        } else {
-            1 + 2 * usize::from(b & 0x7f)
-        };
-        Ok(Seg {
-            len,
-            src: u.arbitrary()?,
-            dst: u.arbitrary()?,
-        })
+        let len =
+            if b & 0x80 == 0 { 1 + usize::from(b & 3) } else { 1 + 2 * usize::from(b & 0x7f) };
+        Ok(Seg { len, src: u.arbitrary()?, dst: u.arbitrary()? })
     }
 }
 
@@ -110,11 +100,7 @@ pub fn build<T: TestIndex>(start: (i128, i128), segs: &[Seg]) -> (Vec<T>, Vec<T>
         if seg.len == 0 {
             continue;
         }
-        (s, d) = if i == 0 {
-            (s + 1, d + 1)
-        } else {
-            (apply(s, seg.src), apply(d, seg.dst))
-        };
+        (s, d) = if i == 0 { (s + 1, d + 1) } else { (apply(s, seg.src), apply(d, seg.dst)) };
         src.push(T::wrap(s));
         dst.push(T::wrap(d));
         for _ in 1..seg.len {
@@ -138,19 +124,10 @@ pub fn reference<T: Index>(grouper: &Grouper, src: &[T], dst: &[T]) -> Vec<Span>
     let mut pos = 0;
     for span in &spans {
         assert_eq!(span.start, pos, "spans must tile the input");
-        assert!(
-            span.len >= 1 && span.len <= max,
-            "span length out of range: {span:?}"
-        );
-        assert!(
-            (span.start..span.end() - 1).all(follows),
-            "a span holds a break: {span:?}"
-        );
+        assert!(span.len >= 1 && span.len <= max, "span length out of range: {span:?}");
+        assert!((span.start..span.end() - 1).all(follows), "a span holds a break: {span:?}");
         if span.end() < src.len() {
-            assert!(
-                span.len == max || !follows(span.end() - 1),
-                "span not maximal: {span:?}"
-            );
+            assert!(span.len == max || !follows(span.end() - 1), "span not maximal: {span:?}");
         }
         pos = span.end();
     }
@@ -164,42 +141,20 @@ pub fn check_with<T: Index>(grouper: &Grouper, src: &[T], dst: &[T]) {
     let n = want.len();
 
     assert_eq!(grouper.count_runs(src, dst), Ok(n), "count_runs");
-    assert_eq!(
-        scalar::count_runs_with(grouper, src, dst),
-        Ok(n),
-        "scalar::count_runs"
-    );
-    assert_eq!(
-        grouper.runs(src, dst).unwrap().collect::<Vec<_>>(),
-        want,
-        "runs"
-    );
+    assert_eq!(scalar::count_runs_with(grouper, src, dst), Ok(n), "scalar::count_runs");
+    assert_eq!(grouper.runs(src, dst).unwrap().collect::<Vec<_>>(), want, "runs");
     assert_eq!(grouper.group(src, dst).unwrap(), want, "group");
 
     let mut out = vec![SENTINEL; n + 2];
     let progress = grouper.group_into(src, dst, &mut out[..n + 1]).unwrap();
-    assert_eq!(
-        progress,
-        Progress {
-            consumed: src.len(),
-            spans: n
-        },
-        "group_into progress"
-    );
+    assert_eq!(progress, Progress { consumed: src.len(), spans: n }, "group_into progress");
     assert_eq!(&out[..n], &want[..], "group_into spans");
     assert_eq!(out[n..], [SENTINEL; 2], "group_into wrote past its spans");
 
     if n <= 256 {
         let mut hv = heapless::Vec::<Span, 256>::new();
         let progress = grouper.group_into_heapless(src, dst, &mut hv).unwrap();
-        assert_eq!(
-            progress,
-            Progress {
-                consumed: src.len(),
-                spans: n
-            },
-            "heapless progress"
-        );
+        assert_eq!(progress, Progress { consumed: src.len(), spans: n }, "heapless progress");
         assert_eq!(&hv[..], &want[..], "heapless spans");
     }
 }
@@ -214,10 +169,7 @@ pub fn check<T: Index>(src: &[T], dst: &[T]) {
     let mut out = vec![SENTINEL; want.len()];
     assert_eq!(
         corun::group_into(src, dst, &mut out),
-        Ok(Progress {
-            consumed: src.len(),
-            spans: want.len()
-        })
+        Ok(Progress { consumed: src.len(), spans: want.len() })
     );
     assert_eq!(out, want);
 }
@@ -233,31 +185,16 @@ pub fn check_resume<T: Index>(grouper: &Grouper, src: &[T], dst: &[T], caps: &[u
             break;
         }
         let mut out = vec![SENTINEL; cap + 1];
-        let p = grouper
-            .group_into(&src[pos..], &dst[pos..], &mut out[..cap])
-            .unwrap();
+        let p = grouper.group_into(&src[pos..], &dst[pos..], &mut out[..cap]).unwrap();
         assert_eq!(out[cap], SENTINEL, "wrote past the buffer");
         assert!(p.spans <= cap);
-        assert!(
-            out[p.spans..].iter().all(|s| *s == SENTINEL),
-            "wrote past its spans"
-        );
+        assert!(out[p.spans..].iter().all(|s| *s == SENTINEL), "wrote past its spans");
         if cap > 0 {
-            assert!(
-                p.spans > 0 && p.consumed > 0,
-                "no progress with room for a span"
-            );
+            assert!(p.spans > 0 && p.consumed > 0, "no progress with room for a span");
         }
         let spans = &out[..p.spans];
-        assert_eq!(
-            spans.last().map_or(0, Span::end),
-            p.consumed,
-            "consumed != end of last span"
-        );
-        got.extend(spans.iter().map(|s| Span {
-            start: s.start + pos,
-            len: s.len,
-        }));
+        assert_eq!(spans.last().map_or(0, Span::end), p.consumed, "consumed != end of last span");
+        got.extend(spans.iter().map(|s| Span { start: s.start + pos, len: s.len }));
         pos += p.consumed;
     }
     assert_eq!(got, want, "resumed output differs from one shot");
@@ -279,17 +216,12 @@ pub fn check_resume_heapless<T: Index, const N: usize>(
         for _ in 0..pre {
             hv.push(SENTINEL).unwrap();
         }
-        let p = grouper
-            .group_into_heapless(&src[pos..], &dst[pos..], &mut hv)
-            .unwrap();
+        let p = grouper.group_into_heapless(&src[pos..], &dst[pos..], &mut hv).unwrap();
         assert_eq!(hv.len(), pre + p.spans);
         assert!(p.spans > 0, "no progress with room for a span");
         let spans = &hv[pre..];
         assert_eq!(spans.last().map_or(0, Span::end), p.consumed);
-        got.extend(spans.iter().map(|s| Span {
-            start: s.start + pos,
-            len: s.len,
-        }));
+        got.extend(spans.iter().map(|s| Span { start: s.start + pos, len: s.len }));
         pos += p.consumed;
     }
     assert_eq!(got, want, "resumed heapless output differs from one shot");
@@ -298,10 +230,7 @@ pub fn check_resume_heapless<T: Index, const N: usize>(
 /// Unequal lengths: every form returns the error naming both lengths and writes nothing.
 pub fn check_mismatch<T: Index>(src: &[T], dst: &[T]) {
     assert_ne!(src.len(), dst.len());
-    let err = corun::Error::LengthMismatch {
-        src: src.len(),
-        dst: dst.len(),
-    };
+    let err = corun::Error::LengthMismatch { src: src.len(), dst: dst.len() };
     let with_cap = Grouper::new().max_len(NonZeroUsize::MIN);
     for grouper in [Grouper::new(), with_cap] {
         assert_eq!(grouper.count_runs(src, dst), Err(err));

@@ -1,0 +1,196 @@
+//! Bench workloads and the implementations corun is measured against. Shared by
+//! `benches/runs.rs` (criterion) and `examples/perf_report.rs`. Same seed every run.
+#![allow(dead_code)]
+
+use corun::{Index, Span};
+
+/// How the runs are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Structure {
+    /// One run over the whole input.
+    NoBreaks,
+    /// Run lengths geometric with this mean.
+    Mean(u32),
+    /// Every position a break: a span per position.
+    Singletons,
+    /// A simulated paged allocator on each side, mapping requests of 2K-16K tokens with
+    /// this page size; pages are freed in random order, so free lists fragment.
+    Trace { page_size: u32 },
+}
+
+impl Structure {
+    pub const ALL: [Structure; 7] = [
+        Structure::NoBreaks,
+        Structure::Mean(256),
+        Structure::Mean(16),
+        Structure::Mean(4),
+        Structure::Singletons,
+        Structure::Trace { page_size: 1 },
+        Structure::Trace { page_size: 16 },
+    ];
+
+    pub fn name(&self) -> String {
+        match self {
+            Structure::NoBreaks => "no-breaks".into(),
+            Structure::Mean(m) => format!("mean-{m}"),
+            Structure::Singletons => "singletons".into(),
+            Structure::Trace { page_size } => format!("trace-p{page_size}"),
+        }
+    }
+}
+
+/// Makes `(src, dst)` of a length and structure from a seed.
+pub type Make<T> = fn(usize, Structure, u64) -> (Vec<T>, Vec<T>);
+
+/// xorshift64*: fast, deterministic.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A page pool whose free list is FIFO; requests finish in random order.
+struct Pool {
+    free: std::collections::VecDeque<u32>,
+    live: Vec<Vec<u32>>,
+}
+
+impl Pool {
+    fn new(pages: u32) -> Self {
+        Pool { free: (0..pages).collect(), live: Vec::new() }
+    }
+    /// Allocates `n` pages, first finishing random live requests until enough are free.
+    fn alloc(&mut self, n: usize, rng: &mut Rng) -> Vec<u32> {
+        while self.free.len() < n || self.live.len() > 16 {
+            let done = self.live.swap_remove(rng.below(self.live.len() as u64) as usize);
+            self.free.extend(done);
+        }
+        let pages: Vec<u32> = self.free.drain(..n).collect();
+        self.live.push(pages.clone());
+        pages
+    }
+}
+
+/// `(src, dst)` of `len` positions with the given structure, as `u64` values.
+pub fn make_u64(len: usize, structure: Structure, seed: u64) -> (Vec<u64>, Vec<u64>) {
+    let mut rng = Rng::new(seed ^ 0x9E37_79B9_7F4A_7C15);
+    let (mut src, mut dst) = (Vec::with_capacity(len), Vec::with_capacity(len));
+    match structure {
+        Structure::NoBreaks => {
+            src.extend((0..len as u64).map(|i| 1000 + i));
+            dst.extend((0..len as u64).map(|i| 7 + i));
+        }
+        Structure::Singletons => {
+            src.extend((0..len as u64).map(|i| 2 * i));
+            dst.extend(0..len as u64);
+        }
+        Structure::Mean(mean) => {
+            let (mut s, mut d) = (rng.below(1 << 30), rng.below(1 << 30));
+            for _ in 0..len {
+                src.push(s);
+                dst.push(d);
+                if rng.below(u64::from(mean)) == 0 {
+                    // A break: one side or both jump somewhere else.
+                    match rng.below(3) {
+                        0 => s = rng.below(1 << 30),
+                        1 => d = rng.below(1 << 30),
+                        _ => (s, d) = (rng.below(1 << 30), rng.below(1 << 30)),
+                    }
+                } else {
+                    (s, d) = (s + 1, d + 1);
+                }
+            }
+        }
+        Structure::Trace { page_size } => {
+            // Pool sizes: 4x the pages 16 live requests of up to 16K tokens hold.
+            let pool = 4 * 16 * 16_384 / page_size;
+            let (mut prefill, mut decode) = (Pool::new(pool), Pool::new(pool));
+            while src.len() < len {
+                let tokens = 2048 + rng.below(16_384 - 2048 + 1) as u32;
+                let pages = tokens.div_ceil(page_size) as usize;
+                src.extend(prefill.alloc(pages, &mut rng).into_iter().map(u64::from));
+                dst.extend(decode.alloc(pages, &mut rng).into_iter().map(u64::from));
+            }
+            src.truncate(len);
+            dst.truncate(len);
+        }
+    }
+    (src, dst)
+}
+
+/// The same as `u32` values (all workloads stay below 2^32).
+pub fn make_u32(len: usize, structure: Structure, seed: u64) -> (Vec<u32>, Vec<u32>) {
+    let (s, d) = make_u64(len, structure, seed);
+    let narrow = |v: Vec<u64>| v.into_iter().map(|x| x as u32).collect();
+    (narrow(s), narrow(d))
+}
+
+/// `slice::chunk_by` over an array of pairs (the data layout a Rust user has today).
+pub fn chunk_by<T: Index>(pairs: &[(T, T)], out: &mut [Span]) -> usize {
+    let step =
+        |a: &(T, T), b: &(T, T)| a.0.checked_succ() == Some(b.0) && a.1.checked_succ() == Some(b.1);
+    let mut start = 0;
+    let mut n = 0;
+    for (chunk, slot) in pairs.chunk_by(step).zip(out.iter_mut()) {
+        *slot = Span { start, len: chunk.len() };
+        start += chunk.len();
+        n += 1;
+    }
+    n
+}
+
+/// The loop people write: `zip().enumerate()` over adjacent pairs.
+pub fn naive<T: Index>(src: &[T], dst: &[T], out: &mut [Span]) -> usize {
+    let mut start = 0;
+    let mut n = 0;
+    let pairs = src.iter().zip(&src[1..]).zip(dst.iter().zip(&dst[1..]));
+    for (i, ((s0, s1), (d0, d1))) in pairs.enumerate() {
+        if s0.checked_succ() != Some(*s1) || d0.checked_succ() != Some(*d1) {
+            out[n] = Span { start, len: i + 1 - start };
+            n += 1;
+            start = i + 1;
+        }
+    }
+    if start < src.len() {
+        out[n] = Span { start, len: src.len() - start };
+        n += 1;
+    }
+    n
+}
+
+/// The floor: a vectorised wrapping sum over both arrays, what merely reading every
+/// byte costs.
+pub trait Floor: Copy {
+    fn floor(src: &[Self], dst: &[Self]) -> u64;
+}
+
+macro_rules! floor {
+    ($($t:ty),*) => {$(
+        impl Floor for $t {
+            fn floor(src: &[Self], dst: &[Self]) -> u64 {
+                // Independent accumulators: LLVM turns this into vector adds.
+                let mut acc = [0 as $t; 32];
+                let (cs, _) = src.as_chunks::<32>();
+                let (cd, _) = dst.as_chunks::<32>();
+                for (a, b) in cs.iter().zip(cd) {
+                    for i in 0..32 {
+                        acc[i] = acc[i].wrapping_add(a[i]).wrapping_add(b[i]);
+                    }
+                }
+                acc.iter().fold(0u64, |s, &x| s.wrapping_add(x as u64))
+            }
+        }
+    )*};
+}
+floor!(u32, u64);

@@ -1,0 +1,142 @@
+//! Prints a throughput table for the main workloads: corun against the scalar reference,
+//! `slice::chunk_by` over pairs, and the memory floor, measured side by side in one
+//! process (implementations interleaved, medians of many rounds).
+//!
+//! ```sh
+//! cargo run --release --example perf_report                 # u32, 4K to 16M
+//! cargo run --release --example perf_report -- --type u64
+//! cargo run --release --example perf_report -- --quick      # tiny smoke run (CI)
+//! cargo run --release --example perf_report -- --csv perf.csv   # also write a CSV
+//! ```
+//!
+//! Elements/ns counts positions (one src and one dst index each) per nanosecond.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use corun::{Index, Span};
+
+#[path = "../benches/workloads/mod.rs"]
+mod workloads;
+use workloads::{Floor, Structure};
+
+struct Options {
+    u64: bool,
+    quick: bool,
+    csv: Option<String>,
+}
+
+fn options() -> Options {
+    let mut o = Options { u64: false, quick: false, csv: None };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--quick" => o.quick = true,
+            "--type" => o.u64 = args.next().as_deref() == Some("u64"),
+            "--csv" => o.csv = args.next(),
+            other => panic!("unknown argument {other}; see the example's docs"),
+        }
+    }
+    o
+}
+
+/// Median elements/ns of each implementation over interleaved rounds.
+fn measure<T: Index + Floor>(src: &[T], dst: &[T], rounds: usize, min: Duration) -> [f64; 5] {
+    let pairs: Vec<(T, T)> = src.iter().copied().zip(dst.iter().copied()).collect();
+    let mut out = vec![Span::default(); corun::count_runs(src, dst).unwrap()];
+    let mut samples: [Vec<f64>; 5] = Default::default();
+    // Calls per sample, so that one sample takes at least `min`.
+    let t = Instant::now();
+    black_box(corun::scalar::count_runs(src, dst).unwrap());
+    let reps = (min.as_secs_f64() / t.elapsed().as_secs_f64().max(1e-9)).ceil().max(1.0) as usize;
+    for _ in 0..rounds {
+        for (i, samples) in samples.iter_mut().enumerate() {
+            let t = Instant::now();
+            for _ in 0..reps {
+                match i {
+                    0 => drop(black_box(corun::group_into(src, dst, &mut out).unwrap())),
+                    1 => drop(black_box(corun::count_runs(src, dst).unwrap())),
+                    2 => drop(black_box(corun::scalar::group_into(src, dst, &mut out).unwrap())),
+                    3 => drop(black_box(workloads::chunk_by(&pairs, &mut out))),
+                    _ => drop(black_box(T::floor(src, dst))),
+                }
+            }
+            let ns = t.elapsed().as_nanos() as f64 / reps as f64;
+            samples.push(src.len() as f64 / ns);
+        }
+    }
+    samples.map(|mut s| {
+        s.sort_by(f64::total_cmp);
+        s[s.len() / 2]
+    })
+}
+
+fn report<T: Index + Floor>(o: &Options, make: workloads::Make<T>) {
+    let sizes: &[(usize, &str)] = if o.quick {
+        &[(4096, "4K")]
+    } else {
+        &[(4096, "4K"), (65_536, "64K"), (1 << 20, "1M"), (1 << 24, "16M")]
+    };
+    let (rounds, min) =
+        if o.quick { (3, Duration::from_micros(200)) } else { (15, Duration::from_millis(5)) };
+    let structures = [
+        Structure::NoBreaks,
+        Structure::Mean(256),
+        Structure::Mean(16),
+        Structure::Singletons,
+        Structure::Trace { page_size: 16 },
+    ];
+    let ty = std::any::type_name::<T>();
+    println!("elements/ns, {ty}, medians of {rounds} interleaved rounds\n");
+    println!(
+        "| size | structure | corun | count_runs | scalar | chunk_by | floor | corun/scalar | corun/floor |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut csv = String::from("type,size,structure,corun,count_runs,scalar,chunk_by,floor\n");
+    let (mut vs_scalar, mut vs_floor) = (Vec::new(), Vec::new());
+    for &(len, size) in sizes {
+        for s in structures {
+            let (src, dst) = make(len, s, 42);
+            let r = measure(&src, &dst, rounds, min);
+            println!(
+                "| {size} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1}x | {:.2}x |",
+                s.name(),
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[0] / r[2],
+                r[0] / r[4]
+            );
+            csv +=
+                &format!("{ty},{size},{},{},{},{},{},{}\n", s.name(), r[0], r[1], r[2], r[3], r[4]);
+            vs_scalar.push(r[0] / r[2]);
+            vs_floor.push(r[0] / r[4]);
+        }
+    }
+    if let Some(path) = &o.csv {
+        std::fs::write(path, csv).expect("write the CSV");
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (lo, hi) = vs_scalar.iter().fold((f64::MAX, 0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    println!(
+        "\nsummary ({ty}, {} workloads): corun group_into is {:.1}x the scalar reference \
+         (median; {lo:.1}x to {hi:.1}x) and {:.2}x the read-bandwidth floor (median)",
+        vs_scalar.len(),
+        median(vs_scalar.clone()),
+        median(vs_floor)
+    );
+}
+
+fn main() {
+    let o = options();
+    if o.u64 {
+        report::<u64>(&o, workloads::make_u64);
+    } else {
+        report::<u32>(&o, workloads::make_u32);
+    }
+}
