@@ -35,7 +35,7 @@
 //! | count only (size a buffer exactly) | [`count_runs`] |
 //! | caller's `&mut [Span]`, resumable | [`group_into`] |
 //! | lazy iterator | [`runs`] |
-//! | `heapless::Vec<Span, N>`, resumable (feature `heapless`) | [`Grouper::group_into_heapless`] |
+//! | `heapless::Vec<Span, N>`, resumable (feature `heapless`) | `group_into_heapless` |
 //! | `Vec<Span>` (feature `alloc`, on by default) | `group` |
 //!
 //! [`Grouper`] carries the options (a cap on run length) and has every form as a method.
@@ -123,6 +123,30 @@ pub fn group_into<T: Index>(src: &[T], dst: &[T], out: &mut [Span]) -> Result<Pr
 /// ```
 pub fn runs<'a, T: Index>(src: &'a [T], dst: &'a [T]) -> Result<Runs<'a, T>, Error> {
     Grouper::new().runs(src, dst)
+}
+
+/// Appends the runs of `src`/`dst` to `out` until it is full, stopping at a run boundary.
+///
+/// `progress.spans` counts the spans appended; resume as with [`group_into`].
+/// Errors: [`Error::LengthMismatch`], and then `out` is untouched.
+///
+/// ```
+/// use corun::{Progress, Span};
+///
+/// let src = [1u32, 2, 3, 7, 8, 20];
+/// let mut out = heapless::Vec::<Span, 2>::new();
+/// let p = corun::group_into_heapless(&src, &src, &mut out)?;
+/// assert_eq!(p, Progress { consumed: 5, spans: 2 });
+/// assert_eq!(out, [Span { start: 0, len: 3 }, Span { start: 3, len: 2 }]);
+/// # Ok::<(), corun::Error>(())
+/// ```
+#[cfg(feature = "heapless")]
+pub fn group_into_heapless<T: Index, const N: usize>(
+    src: &[T],
+    dst: &[T],
+    out: &mut heapless::Vec<Span, N>,
+) -> Result<Progress, Error> {
+    Grouper::new().group_into_heapless(src, dst, out)
 }
 
 /// All runs of `src`/`dst` in a new vector of exactly the right capacity.

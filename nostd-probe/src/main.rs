@@ -119,6 +119,8 @@ fn all<T: Index + From<u8>>(ok: &mut impl FnMut(bool) -> Result<(), i32>) -> Res
     ok(cap.count_runs(src, dst) == Ok(7))?; // 1 + (50 + 20) + 1 + (50 + 50 + 28)
     let mut hv = heapless::Vec::<Span, 3>::new();
     ok(cap.group_into_heapless(src, dst, &mut hv) == Ok(Progress { consumed: 71, spans: 3 }))?;
+    let mut hv = heapless::Vec::<Span, 8>::new();
+    ok(corun::group_into_heapless(src, dst, &mut hv) == done(4))?;
     ok(cap.group_into(src, dst, buf(&mut out, 8)) == done(7))?;
     ok(scalar::count_runs_with(&cap, src, dst) == Ok(7))?;
 

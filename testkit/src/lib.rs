@@ -165,6 +165,12 @@ pub fn check<T: Index>(src: &[T], dst: &[T]) {
     let want = scalar::group(src, dst).unwrap();
     assert_eq!(corun::count_runs(src, dst), Ok(want.len()));
     assert_eq!(corun::runs(src, dst).unwrap().collect::<Vec<_>>(), want);
+    if want.len() <= 256 {
+        let mut hv = heapless::Vec::<Span, 256>::new();
+        let done = Progress { consumed: src.len(), spans: want.len() };
+        assert_eq!(corun::group_into_heapless(src, dst, &mut hv), Ok(done));
+        assert_eq!(&hv[..], &want[..]);
+    }
     assert_eq!(corun::group(src, dst).unwrap(), want);
     let mut out = vec![SENTINEL; want.len()];
     assert_eq!(
