@@ -106,8 +106,8 @@ impl Grouper {
     ) -> Result<Progress, Error> {
         let mut runs = self.runs(src, dst)?;
         let mut spans = 0;
-        while !out.is_full() {
-            let Some(span) = runs.next() else { break };
+        for span in runs.by_ref() {
+            // A full vector hands the span back: it starts where the next call resumes.
             if let Err(span) = out.push(span) {
                 return Ok(Progress { consumed: span.start, spans });
             }

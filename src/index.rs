@@ -42,9 +42,6 @@ pub trait Index:
 
     /// `self + 1`, or `None` when that overflows (`self == MAX`).
     fn checked_succ(self) -> Option<Self>;
-
-    /// The value as a `u64`, or `None` when it is negative.
-    fn to_u64(self) -> Option<u64>;
 }
 
 macro_rules! index {
@@ -66,11 +63,6 @@ macro_rules! index {
             #[inline(always)]
             fn checked_succ(self) -> Option<Self> {
                 self.checked_add(1)
-            }
-
-            #[inline(always)]
-            fn to_u64(self) -> Option<u64> {
-                u64::try_from(self).ok()
             }
         }
     )*};
