@@ -28,12 +28,42 @@ use crate::{Error, Index, Progress, Runs, Span};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Grouper {
     max_len: Option<NonZeroUsize>,
+    /// `(src, dst)` steps, minus one (so that `Default` gives +1, +1).
+    steps_less_one: (u64, u64),
 }
 
 impl Grouper {
-    /// Maximal runs, no cap.
+    /// Maximal runs of +1 steps, no cap.
     pub const fn new() -> Self {
-        Grouper { max_len: None }
+        Grouper { max_len: None, steps_less_one: (0, 0) }
+    }
+
+    /// Sets the index step of each side (default `(1, 1)`): position `i + 1` continues
+    /// the run of position `i` when `src[i + 1] == src[i] + src_step` and `dst[i + 1] ==
+    /// dst[i] + dst_step`, in exact arithmetic (no wrap), for strided layouts where an
+    /// index counts tokens or sub-pages. The SIMD kernel handles every step; steps over
+    /// half the index type's range (never seen in practice) take a slower exact path for
+    /// blocks with breaks. A step of 0 groups repeats of one index.
+    ///
+    /// ```
+    /// use corun::{Grouper, Span};
+    ///
+    /// // Token indices in pages of 16 tokens: one index per page, stepping by 16.
+    /// let src = [0u32, 16, 32, 96, 112];
+    /// let dst = [160u32, 176, 192, 208, 224];
+    /// let spans = Grouper::new().steps(16, 16).group(&src, &dst)?;
+    /// assert_eq!(spans, [Span { start: 0, len: 3 }, Span { start: 3, len: 2 }]);
+    /// # Ok::<(), corun::Error>(())
+    /// ```
+    #[must_use]
+    pub const fn steps(self, src_step: u64, dst_step: u64) -> Self {
+        let steps_less_one = (src_step.wrapping_sub(1), dst_step.wrapping_sub(1));
+        Grouper { steps_less_one, ..self }
+    }
+
+    /// The steps `(src_step, dst_step)` set by [`steps`](Self::steps), `(1, 1)` by default.
+    pub const fn get_steps(&self) -> (u64, u64) {
+        (self.steps_less_one.0.wrapping_add(1), self.steps_less_one.1.wrapping_add(1))
     }
 
     /// Caps run length (say, a DMA or RDMA message limit): a longer run comes out as
@@ -41,7 +71,7 @@ impl Grouper {
     /// and the resume rule of [`Progress`] work on pieces as they do on whole runs.
     #[must_use]
     pub const fn max_len(self, max_len: NonZeroUsize) -> Self {
-        Grouper { max_len: Some(max_len) }
+        Grouper { max_len: Some(max_len), ..self }
     }
 
     /// The cap set by [`max_len`](Self::max_len), if any.
@@ -57,16 +87,19 @@ impl Grouper {
         let len = check_lengths(src, dst)?;
         match self.max_len {
             _ if len == 0 => Ok(0),
-            None => Ok(count_breaks(src, dst) + 1),
+            None => Ok(count_breaks(src, dst, self.get_steps()) + 1),
             // Runs are never empty; dividing by `NonZeroUsize` has no panic path.
-            Some(max) => Ok(Runs::new(src, dst, None).map(|run| (run.len - 1) / max + 1).sum()),
+            Some(max) => {
+                let whole = Grouper { max_len: None, ..*self };
+                Ok(Runs::new(src, dst, &whole).map(|run| (run.len - 1) / max + 1).sum())
+            }
         }
     }
 
     /// A lazy iterator over the spans. Errors: [`Error::LengthMismatch`].
     pub fn runs<'a, T: Index>(&self, src: &'a [T], dst: &'a [T]) -> Result<Runs<'a, T>, Error> {
         check_lengths(src, dst)?;
-        Ok(Runs::new(src, dst, self.max_len))
+        Ok(Runs::new(src, dst, self))
     }
 
     /// Writes as many spans as fit into `out`, in order, from `out[0]`.
@@ -84,9 +117,9 @@ impl Grouper {
     ) -> Result<Progress, Error> {
         check_lengths(src, dst)?;
         if self.max_len.is_none() {
-            return Ok(fill(src, dst, out));
+            return Ok(fill(src, dst, self.get_steps(), out));
         }
-        let mut runs = Runs::new(src, dst, self.max_len);
+        let mut runs = Runs::new(src, dst, self);
         let mut spans = 0;
         for (slot, span) in out.iter_mut().zip(&mut runs) {
             *slot = span;
@@ -125,7 +158,7 @@ impl Grouper {
         let spans = self.count_runs(src, dst)?;
         let mut out = alloc::vec::Vec::new();
         out.try_reserve_exact(spans).map_err(|_| Error::Alloc { spans })?;
-        out.extend(Runs::new(src, dst, self.max_len));
+        out.extend(Runs::new(src, dst, self));
         Ok(out)
     }
 }
@@ -133,9 +166,9 @@ impl Grouper {
 /// [`Grouper::group_into`] without a cap: the spans ending in a block are written in one
 /// loop of a known trip count (the block's break count), with no per-span room check.
 #[inline]
-fn fill<T: Index>(src: &[T], dst: &[T], out: &mut [Span]) -> Progress {
+fn fill<T: Index>(src: &[T], dst: &[T], steps: (u64, u64), out: &mut [Span]) -> Progress {
     let (mut start, mut written) = (0, 0);
-    for (base, mut bits) in Scan::new(src, dst) {
+    for (base, mut bits) in Scan::new(src, dst, steps) {
         let breaks = bits.count_ones() as usize;
         let room = out.len() - written;
         let slots = out.get_mut(written..written + breaks.min(room)).unwrap_or_default();

@@ -3,7 +3,6 @@
 use core::fmt::Debug;
 use core::hash::Hash;
 
-use crate::kernel::BLOCK;
 use crate::lanes::Lanes;
 
 mod sealed {
@@ -13,8 +12,9 @@ mod sealed {
 /// An integer type that page or token indices come in: `u32`, `i32`, `u64` or `i64`.
 ///
 /// Sealed: the SIMD kernel has a lane vector for exactly these four types.
-/// Contiguity is exact integer arithmetic: `b` follows `a` when `a + 1 == b` without
-/// wrapping, so `MAX` followed by `MIN` is a break.
+/// Contiguity is exact integer arithmetic: `b` follows `a` when `a + step == b` without
+/// wrapping (`step` is 1 unless [`Grouper::steps`](crate::Grouper::steps) says
+/// otherwise), so `MAX` followed by `MIN` is a break.
 pub trait Index:
     Copy + Ord + Eq + Hash + Debug + Default + Send + Sync + 'static + sealed::Sealed
 {
@@ -26,19 +26,24 @@ pub trait Index:
     /// The lane vector the kernel loads this type into.
     #[doc(hidden)]
     type Lanes: Lanes<Elem = Self>;
-    /// `1` in this type.
-    #[doc(hidden)]
-    const ONE: Self;
     /// A signed type (its `MAX -> MIN` wrap flips the top bit from 0 to 1).
     #[doc(hidden)]
     const SIGNED: bool;
-    /// `MAX - BLOCK`: a block whose first value is at most this cannot wrap inside.
+    /// Bits in the type.
     #[doc(hidden)]
-    const WRAP_GUARD: Self;
+    const BITS: u32;
 
-    /// `self + BLOCK`, wrapping.
+    /// `self + other`, wrapping.
     #[doc(hidden)]
-    fn plus_block(self) -> Self;
+    fn wrapping_add(self, other: Self) -> Self;
+
+    /// The exact value, for arithmetic that must not wrap.
+    #[doc(hidden)]
+    fn widen(self) -> i128;
+
+    /// The low `BITS` bits of `x` (wrapping conversion).
+    #[doc(hidden)]
+    fn truncate(x: i128) -> Self;
 
     /// `self + 1`, or `None` when that overflows (`self == MAX`).
     fn checked_succ(self) -> Option<Self>;
@@ -51,13 +56,23 @@ macro_rules! index {
             const MIN: Self = <$t>::MIN;
             const MAX: Self = <$t>::MAX;
             type Lanes = $lanes;
-            const ONE: Self = 1;
             const SIGNED: bool = <$t>::MIN != 0;
-            const WRAP_GUARD: Self = <$t>::MAX - BLOCK as $t;
+            const BITS: u32 = <$t>::BITS;
 
             #[inline(always)]
-            fn plus_block(self) -> Self {
-                self.wrapping_add(BLOCK as $t)
+            fn wrapping_add(self, other: Self) -> Self {
+                <$t>::wrapping_add(self, other)
+            }
+
+            #[inline(always)]
+            fn widen(self) -> i128 {
+                i128::from(self)
+            }
+
+            #[inline(always)]
+            #[allow(clippy::cast_possible_truncation)]
+            fn truncate(x: i128) -> Self {
+                x as $t
             }
 
             #[inline(always)]

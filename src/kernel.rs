@@ -1,70 +1,87 @@
 //! The SIMD kernel, written once over [`Lanes`]: break bitmasks, a block at a time.
 //!
 //! A *pair* `p` is positions `(p, p + 1)`. It is a *break* unless both `src` and `dst` step
-//! by exactly +1 there. For a block of `BLOCK` pairs starting at `base` the kernel loads
+//! by exactly their step there (+1 unless the caller chose another). For a block of `BLOCK` pairs starting at `base` the kernel loads
 //! `a = x[base..base + BLOCK]` and `b = x[base + 1..base + 1 + BLOCK]` for both arrays and
 //! sets bit `k` of the block's mask when pair `base + k` is a break.
 
 use crate::index::Index;
 use crate::lanes::Lanes;
+use crate::step::{Steps, follows_by};
 
 /// Pairs per block: one `u64` of break bits.
 pub const BLOCK: usize = 64;
 
 /// Break bits of one block (see the module docs).
 ///
-/// A block without breaks is one run: `x[base + k] == x[base] + k` for `k` in
+/// A block without breaks is one run: `x[base + k] == x[base] + k * step` for `k` in
 /// `0..=BLOCK`, on both sides, with no wrap. That needs one load per vector (the floor's
-/// cost) against constants, where the exact bits need the shifted loads too. No wrap is
-/// possible when `x[base] <= MAX - BLOCK`; checking that and the last element first
-/// sends most blocks with breaks straight to the exact path.
+/// cost) against a running sum, where the exact bits need the shifted loads too. No wrap
+/// is possible when `x[base] <= MAX - BLOCK * step`; checking that and the last element
+/// first sends most blocks with breaks straight to the exact path.
 #[inline(always)]
-fn block_bits<T: Index>(block: [&[T; BLOCK]; 4]) -> u64 {
+fn block_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
     let [a_s, b_s, a_d, b_d] = block;
     let (s0, d0) = (a_s[0], a_d[0]);
-    if s0 <= T::WRAP_GUARD
-        && d0 <= T::WRAP_GUARD
-        && b_s[BLOCK - 1] == s0.plus_block()
-        && b_d[BLOCK - 1] == d0.plus_block()
+    let (src, dst) = (&steps.src, &steps.dst);
+    if let (Some(gs), Some(gd)) = (src.guard, dst.guard)
+        && s0 <= gs
+        && d0 <= gd
+        && b_s[BLOCK - 1] == s0.wrapping_add(src.block)
+        && b_d[BLOCK - 1] == d0.wrapping_add(dst.block)
     {
-        let (s, d) = (T::Lanes::splat(s0), T::Lanes::splat(d0));
+        let mut s = T::Lanes::splat(s0) + src.iota;
+        let mut d = T::Lanes::splat(d0) + dst.iota;
         let mut any = T::Lanes::splat(T::default()); // zero
-        let lanes = T::Lanes::split(a_s).zip(T::Lanes::split(a_d));
-        for (k, (x, y)) in lanes.enumerate() {
-            let iota = T::Lanes::iota(k * T::Lanes::WIDTH);
-            any = any | (x ^ (s + iota)) | (y ^ (d + iota));
+        for (x, y) in T::Lanes::split(a_s).zip(T::Lanes::split(a_d)) {
+            any = any | (x ^ s) | (y ^ d);
+            (s, d) = (s + src.stride, d + dst.stride);
         }
         if any.all_zero() {
             return 0;
         }
     }
-    exact_bits(block)
+    if steps.top_bit_rule { exact_bits(block, steps) } else { pair_bits(block, steps) }
 }
 
 /// Break bits of a block that has (or may have) breaks, wraps included.
 ///
-/// A pair is good when `b - a == 1` (wrapping) on both sides and neither side wrapped.
-/// With a +1 step, an unsigned value's top bit can only go from 1 to 0 at `MAX -> 0`,
-/// and a signed value's only from 0 to 1 at `MAX -> MIN`, so a wrap is the top bit of
-/// `a & !b` (unsigned) or `!a & b` (signed). One top-bit mask per vector then says it all.
+/// A pair is good when `b - a == step` (wrapping) on both sides and neither side wrapped.
+/// With a step of at most half the range, an unsigned value's top bit can only go from 1
+/// to 0 by wrapping past `MAX`, and a signed value's only from 0 to 1 by wrapping past
+/// `MAX` (without a wrap, `b >= a`, and a step that wraps lands below the step), so a wrap
+/// is the top bit of `a & !b` (unsigned) or `!a & b` (signed). One top-bit mask per
+/// vector then says it all.
 ///
 /// Out of line: inlined, the compiler keeps every loaded vector of the fast path alive
 /// for this one and spills them; reloading from L1 here is cheaper.
 #[inline(never)]
-fn exact_bits<T: Index>(block: [&[T; BLOCK]; 4]) -> u64 {
+fn exact_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
     let [a_s, b_s, a_d, b_d] = block;
-    let one = T::Lanes::splat(T::ONE);
+    let (one_s, one_d) = (steps.src.one, steps.dst.one);
     let lane_mask = (1u64 << T::Lanes::WIDTH) - 1;
     let wrapped = |a: T::Lanes, b: T::Lanes| if T::SIGNED { !a & b } else { a & !b };
     let s = T::Lanes::split(a_s).zip(T::Lanes::split(b_s));
     let d = T::Lanes::split(a_d).zip(T::Lanes::split(b_d));
     let mut bits = 0u64;
     for (k, ((a, b), (c, d))) in s.zip(d).enumerate() {
-        let steps = (b - a).eq_top(one) & (d - c).eq_top(one);
-        let good = steps & !(wrapped(a, b) | wrapped(c, d));
+        let stepped = (b - a).eq_top(one_s) & (d - c).eq_top(one_d);
+        let good = stepped & !(wrapped(a, b) | wrapped(c, d));
         bits |= (!good.top_bits() & lane_mask) << (k * T::Lanes::WIDTH);
     }
     bits
+}
+
+/// Break bits pair by pair, for steps too large for the top-bit rule (over half the
+/// type's range: no serving stack uses them, but they are defined and must be right).
+#[cold]
+fn pair_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
+    let [a_s, b_s, a_d, b_d] = block;
+    let pairs = a_s.iter().zip(b_s).zip(a_d.iter().zip(b_d));
+    pairs.enumerate().fold(0, |bits, (k, ((&a, &b), (&c, &d)))| {
+        let good = follows_by(a, b, steps.src.step) && follows_by(c, d, steps.dst.step);
+        bits | (u64::from(!good) << k)
+    })
 }
 
 /// `a`, then `b` (shifted by one position) blocks of one side.
@@ -76,7 +93,7 @@ type Side<'a, T> =
 /// Yields `(base, bits)`: bit `k` of `bits` is set when pair `base + k` is a break.
 /// Bits past the last pair are clear, and blocks without breaks are skipped.
 #[derive(Clone, Debug)]
-pub struct Scan<'a, T> {
+pub struct Scan<'a, T: Index> {
     src: &'a [T],
     dst: &'a [T],
     /// The full blocks not yet scanned, as `(src, dst)` sides.
@@ -85,11 +102,13 @@ pub struct Scan<'a, T> {
     base: usize,
     /// The partial block at the end has been scanned.
     tail_done: bool,
+    steps: Steps<T>,
 }
 
 impl<'a, T: Index> Scan<'a, T> {
-    /// Scans `src` and `dst`, which the caller has checked are of equal length.
-    pub fn new(src: &'a [T], dst: &'a [T]) -> Self {
+    /// Scans `src` and `dst`, which the caller has checked are of equal length, for
+    /// breaks of the steps `(src, dst)`.
+    pub fn new(src: &'a [T], dst: &'a [T], steps: (u64, u64)) -> Self {
         // Pair p is (x[p], x[p + 1]): the `a` blocks are x[..len - 1], the `b` blocks
         // x[1..], both `len - 1` long, so they split into the same number of blocks.
         let side = |x: &'a [T]| {
@@ -98,7 +117,8 @@ impl<'a, T: Index> Scan<'a, T> {
             let b = x.get(1..).unwrap_or_default().as_chunks::<BLOCK>().0;
             a.iter().zip(b)
         };
-        Scan { src, dst, blocks: side(src).zip(side(dst)), base: 0, tail_done: false }
+        let blocks = side(src).zip(side(dst));
+        Scan { src, dst, blocks, base: 0, tail_done: false, steps: Steps::new(steps) }
     }
 
     /// Break bits of the last, partial block: copied into padded blocks so that the same
@@ -115,7 +135,7 @@ impl<'a, T: Index> Scan<'a, T> {
             }
         }
         let [a_s, b_s, a_d, b_d] = &blocks;
-        block_bits([a_s, b_s, a_d, b_d]) & ((1u64 << (pairs % BLOCK)) - 1)
+        block_bits([a_s, b_s, a_d, b_d], &self.steps) & ((1u64 << (pairs % BLOCK)) - 1)
     }
 }
 
@@ -128,7 +148,7 @@ impl<T: Index> Iterator for Scan<'_, T> {
         for ((a_s, b_s), (a_d, b_d)) in self.blocks.by_ref() {
             let base = self.base;
             self.base = base + BLOCK;
-            let bits = block_bits([a_s, b_s, a_d, b_d]);
+            let bits = block_bits([a_s, b_s, a_d, b_d], &self.steps);
             if bits != 0 {
                 return Some((base, bits));
             }
@@ -145,6 +165,6 @@ impl<T: Index> Iterator for Scan<'_, T> {
 
 /// Number of breaks between positions of `src` and `dst` (equal lengths).
 #[inline]
-pub fn count_breaks<T: Index>(src: &[T], dst: &[T]) -> usize {
-    Scan::new(src, dst).map(|(_, bits)| bits.count_ones() as usize).sum()
+pub fn count_breaks<T: Index>(src: &[T], dst: &[T], steps: (u64, u64)) -> usize {
+    Scan::new(src, dst, steps).map(|(_, bits)| bits.count_ones() as usize).sum()
 }

@@ -10,6 +10,7 @@ use crate::kernel::BLOCK;
 /// A vector of `WIDTH` lanes of `Elem`. Arithmetic wraps; the kernel relies on that.
 pub trait Lanes:
     Copy
+    + core::fmt::Debug
     + Add<Output = Self>
     + Sub<Output = Self>
     + BitAnd<Output = Self>
@@ -23,8 +24,8 @@ pub trait Lanes:
     const WIDTH: usize;
     /// Every lane set to `x`.
     fn splat(x: Self::Elem) -> Self;
-    /// Lane `i` set to `start + i` (wrapping; the kernel calls it with constants).
-    fn iota(start: usize) -> Self;
+    /// Lane `i` set to `f(i)`.
+    fn from_fn(f: impl FnMut(usize) -> Self::Elem) -> Self;
     /// A block of `BLOCK` elements as `BLOCK / WIDTH` vectors, in order.
     fn split(block: &[Self::Elem; BLOCK]) -> impl Iterator<Item = Self>;
     /// The top bit of a lane is set exactly when the lanes are equal (other bits are
@@ -46,8 +47,8 @@ macro_rules! lanes {
                 Self::splat(x)
             }
             #[inline(always)]
-            fn iota(start: usize) -> Self {
-                Self::new(core::array::from_fn(|i| (start + i) as $t))
+            fn from_fn(f: impl FnMut(usize) -> $t) -> Self {
+                Self::new(core::array::from_fn(f))
             }
             #[inline(always)]
             fn split(block: &[$t; BLOCK]) -> impl Iterator<Item = Self> {

@@ -63,6 +63,7 @@ mod lanes;
 mod runs;
 pub mod scalar;
 mod span;
+mod step;
 
 pub use error::Error;
 pub use grouper::Grouper;

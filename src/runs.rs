@@ -3,6 +3,7 @@
 use core::iter::FusedIterator;
 use core::num::NonZeroUsize;
 
+use crate::Grouper;
 use crate::index::Index;
 use crate::kernel::Scan;
 use crate::span::Span;
@@ -12,7 +13,7 @@ use crate::span::Span;
 /// Made by [`runs`](crate::runs) or [`Grouper::runs`](crate::Grouper::runs). With a
 /// [`max_len`](crate::Grouper::max_len) cap, longer runs come out as consecutive pieces.
 #[derive(Clone, Debug)]
-pub struct Runs<'a, T> {
+pub struct Runs<'a, T: Index> {
     scan: Scan<'a, T>,
     /// Block of the pending break bits.
     base: usize,
@@ -28,15 +29,15 @@ pub struct Runs<'a, T> {
 
 impl<'a, T: Index> Runs<'a, T> {
     /// `src` and `dst` must be of equal length (checked by the callers).
-    pub(crate) fn new(src: &'a [T], dst: &'a [T], max_len: Option<NonZeroUsize>) -> Self {
+    pub(crate) fn new(src: &'a [T], dst: &'a [T], grouper: &Grouper) -> Self {
         Runs {
-            scan: Scan::new(src, dst),
+            scan: Scan::new(src, dst, grouper.get_steps()),
             base: 0,
             bits: 0,
             start: 0,
             end: 0,
             len: src.len(),
-            max_len: max_len.map_or(usize::MAX, NonZeroUsize::get),
+            max_len: grouper.get_max_len().map_or(usize::MAX, NonZeroUsize::get),
         }
     }
 

@@ -22,6 +22,12 @@ pub fn follows<T: Index>(a: T, b: T) -> bool {
     a.checked_succ() == Some(b)
 }
 
+/// `b` follows `a` on a side stepping by `step`: `a + step == b` in exact arithmetic.
+#[inline]
+pub fn follows_by<T: Index>(a: T, b: T, step: u64) -> bool {
+    crate::step::follows_by(a, b, step)
+}
+
 /// Spans one position at a time. Made by [`runs`] and [`runs_with`].
 #[derive(Clone, Debug)]
 pub struct Runs<'a, T> {
@@ -30,6 +36,7 @@ pub struct Runs<'a, T> {
     /// Where the next span starts.
     pos: usize,
     max_len: usize,
+    steps: (u64, u64),
 }
 
 impl<T: Index> Runs<'_, T> {
@@ -40,11 +47,11 @@ impl<T: Index> Runs<'_, T> {
 
     /// Position `i` continues the run that position `i - 1` is in.
     fn joins(&self, i: usize) -> bool {
-        let pair = |side: &[T]| match (side.get(i.wrapping_sub(1)), side.get(i)) {
-            (Some(&a), Some(&b)) => follows(a, b),
+        let pair = |side: &[T], step| match (side.get(i.wrapping_sub(1)), side.get(i)) {
+            (Some(&a), Some(&b)) => follows_by(a, b, step),
             _ => false,
         };
-        pair(self.src) && pair(self.dst)
+        pair(self.src, self.steps.0) && pair(self.dst, self.steps.1)
     }
 }
 
@@ -75,7 +82,7 @@ pub fn runs_with<'a, T: Index>(
 ) -> Result<Runs<'a, T>, Error> {
     check_lengths(src, dst)?;
     let max_len = grouper.get_max_len().map_or(usize::MAX, |m| m.get());
-    Ok(Runs { src, dst, pos: 0, max_len })
+    Ok(Runs { src, dst, pos: 0, max_len, steps: grouper.get_steps() })
 }
 
 /// Reference for [`crate::runs`].

@@ -61,8 +61,7 @@ fn every_pattern_across_a_block<T: TestIndex>() {
 }
 
 fn to_i128<T: TestIndex>(x: T) -> i128 {
-    // Debug formatting is the one conversion every index type shares.
-    format!("{x:?}").parse().unwrap()
+    x.wide()
 }
 
 /// Every length from 0 to three blocks and a bit, with structures that put breaks at the

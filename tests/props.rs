@@ -27,6 +27,18 @@ macro_rules! props {
                 }
 
                 #[test]
+                fn steps_match_reference(
+                    (steps, src, dst) in strided::<$t>(SEGS),
+                    max in proptest::option::of(max_len()),
+                    caps in prop::collection::vec(1usize..40, 1..4),
+                ) {
+                    let grouper = Grouper::new().steps(steps.0, steps.1);
+                    let grouper = max.map_or(grouper, |m| grouper.max_len(m));
+                    check_with(&grouper, &src, &dst);
+                    check_resume(&grouper, &src, &dst, &caps);
+                }
+
+                #[test]
                 fn resume_matches_one_shot(
                     (src, dst) in pairs::<$t>(SEGS),
                     caps in prop::collection::vec(prop_oneof![1usize..4, 1usize..40], 1..8),

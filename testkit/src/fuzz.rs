@@ -63,11 +63,11 @@ impl Pairs {
     /// The arrays; at most 64 segments (up to 16K positions) to keep iterations fast.
     pub fn build<T: TestIndex>(&self) -> (Vec<T>, Vec<T>) {
         let start = |s: Start| match s {
-            Start::Anchor(k) => anchor::<T>(k),
+            Start::Anchor(k) => anchor::<T>(k, 1),
             Start::Raw(x) => i128::from(x),
         };
         let segs = &self.segs[..self.segs.len().min(64)];
-        build::<T>((start(self.start.0), start(self.start.1)), segs)
+        build::<T>((start(self.start.0), start(self.start.1)), segs, (1, 1))
     }
 }
 

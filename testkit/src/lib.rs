@@ -20,6 +20,7 @@ pub trait TestIndex: Index {
     const LO: i128;
     const HI: i128;
     fn wrap(x: i128) -> Self;
+    fn wide(self) -> i128;
 }
 
 macro_rules! test_index {
@@ -30,6 +31,9 @@ macro_rules! test_index {
             fn wrap(x: i128) -> Self {
                 x as $t
             }
+            fn wide(self) -> i128 {
+                self as i128
+            }
         }
     )*};
 }
@@ -38,7 +42,7 @@ test_index!(u32, i32, u64, i64);
 /// How one side moves at the start of a segment.
 #[derive(Clone, Copy, Debug, Arbitrary)]
 pub enum Jump {
-    /// Keep stepping by +1: no break from this side.
+    /// Keep stepping by the side's step: no break from this side.
     Step,
     /// Jump to a value near a limit (see [`anchor`]).
     Anchor(u8),
@@ -46,7 +50,8 @@ pub enum Jump {
     Delta(i64),
 }
 
-/// One segment of the input: a jump on each side, then `len` values stepping by +1.
+/// One segment of the input: a jump on each side, then `len` values stepping by the
+/// side's step (+1 unless a test picks another).
 #[derive(Clone, Copy, Debug)]
 pub struct Seg {
     pub len: usize,
@@ -64,47 +69,64 @@ impl<'a> Arbitrary<'a> for Seg {
     }
 }
 
-/// Values where things go wrong: the limits, the kernel's wrap guard (`MAX - 64`), zero.
-pub fn anchor<T: TestIndex>(k: u8) -> i128 {
+/// Values where things go wrong for a side stepping by `step`: the limits, the kernel's
+/// wrap guard (`MAX - 64 * step`), zero.
+pub fn anchor<T: TestIndex>(k: u8, step: u64) -> i128 {
+    let s = i128::from(step);
     let table = [
         T::HI,
-        T::HI - 1,
-        T::HI - 2,
-        T::HI - 63,
-        T::HI - 64,
-        T::HI - 65,
+        T::HI - s,
+        T::HI - 2 * s,
+        T::HI - 63 * s,
+        T::HI - 64 * s,
+        T::HI - 65 * s,
         T::HI - 100,
-        T::HI - 200,
+        T::HI - 200 * s,
         T::LO,
         T::LO + 1,
         0,
         1,
         -1,
         T::HI / 2,
-        T::LO + 63,
-        T::HI - 127,
+        T::LO + 63 * s,
+        T::HI - 127 * s,
     ];
     table[usize::from(k) % table.len()]
 }
 
-/// Builds `(src, dst)` from segments, starting at the given values.
-pub fn build<T: TestIndex>(start: (i128, i128), segs: &[Seg]) -> (Vec<T>, Vec<T>) {
-    let (mut s, mut d) = (start.0 - 1, start.1 - 1);
+/// Steps worth testing for `T`: small ones, those around half the type's range (where
+/// the kernel's top-bit wrap rule stops applying), one past the whole range, and 0.
+pub fn step_of<T: TestIndex>(k: u8) -> u64 {
+    let half = 1u64 << (T::BITS - 1);
+    let table = [1, 2, 3, 16, 64, 1000, half - 1, half, half + 1, 0, u64::MAX, 1 << 33];
+    table[usize::from(k) % table.len()]
+}
+
+/// Builds `(src, dst)` from segments, starting at the given values, each side stepping
+/// by its step of `steps` inside a segment.
+pub fn build<T: TestIndex>(
+    start: (i128, i128),
+    segs: &[Seg],
+    steps: (u64, u64),
+) -> (Vec<T>, Vec<T>) {
+    let (ss, ds) = (i128::from(steps.0), i128::from(steps.1));
+    let (mut s, mut d) = (start.0 - ss, start.1 - ds);
     let (mut src, mut dst) = (Vec::new(), Vec::new());
-    let apply = |x: i128, j: Jump| match j {
-        Jump::Step => x + 1,
-        Jump::Anchor(k) => anchor::<T>(k),
+    let apply = |x: i128, j: Jump, step: i128| match j {
+        Jump::Step => x + step,
+        Jump::Anchor(k) => anchor::<T>(k, step as u64),
         Jump::Delta(delta) => x + i128::from(delta),
     };
     for (i, seg) in segs.iter().enumerate() {
         if seg.len == 0 {
             continue;
         }
-        (s, d) = if i == 0 { (s + 1, d + 1) } else { (apply(s, seg.src), apply(d, seg.dst)) };
+        (s, d) =
+            if i == 0 { (s + ss, d + ds) } else { (apply(s, seg.src, ss), apply(d, seg.dst, ds)) };
         src.push(T::wrap(s));
         dst.push(T::wrap(d));
         for _ in 1..seg.len {
-            (s, d) = (s + 1, d + 1);
+            (s, d) = (s + ss, d + ds);
             src.push(T::wrap(s));
             dst.push(T::wrap(d));
         }
@@ -113,13 +135,15 @@ pub fn build<T: TestIndex>(start: (i128, i128), segs: &[Seg]) -> (Vec<T>, Vec<T>
 }
 
 /// The reference spans, checked against the definition: they partition `0..len` in
-/// order, both sides step by exactly +1 inside each, and every boundary is a real break
-/// (or a cut at `max_len`).
-pub fn reference<T: Index>(grouper: &Grouper, src: &[T], dst: &[T]) -> Vec<Span> {
+/// order, both sides step by exactly their step inside each, and every boundary is a real
+/// break (or a cut at `max_len`).
+pub fn reference<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) -> Vec<Span> {
     let spans = scalar::group_with(grouper, src, dst).unwrap();
     let max = grouper.get_max_len().map_or(usize::MAX, NonZeroUsize::get);
+    let (ss, ds) = grouper.get_steps();
     let follows = |i: usize| {
-        src[i].checked_succ() == Some(src[i + 1]) && dst[i].checked_succ() == Some(dst[i + 1])
+        src[i].wide() + i128::from(ss) == src[i + 1].wide()
+            && dst[i].wide() + i128::from(ds) == dst[i + 1].wide()
     };
     let mut pos = 0;
     for span in &spans {
@@ -136,7 +160,7 @@ pub fn reference<T: Index>(grouper: &Grouper, src: &[T], dst: &[T]) -> Vec<Span>
 }
 
 /// Every output form of `grouper` against the reference, one shot.
-pub fn check_with<T: Index>(grouper: &Grouper, src: &[T], dst: &[T]) {
+pub fn check_with<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) {
     let want = reference(grouper, src, dst);
     let n = want.len();
 
@@ -160,7 +184,7 @@ pub fn check_with<T: Index>(grouper: &Grouper, src: &[T], dst: &[T]) {
 }
 
 /// Every output form with default options against the reference, plus the free functions.
-pub fn check<T: Index>(src: &[T], dst: &[T]) {
+pub fn check<T: TestIndex>(src: &[T], dst: &[T]) {
     check_with(&Grouper::new(), src, dst);
     let want = scalar::group(src, dst).unwrap();
     assert_eq!(corun::count_runs(src, dst), Ok(want.len()));
@@ -182,7 +206,7 @@ pub fn check<T: Index>(src: &[T], dst: &[T]) {
 
 /// Fills buffers of the given capacities in turn (cycling), resuming from `consumed`
 /// each time, and checks that the pieces add up to the one-shot reference.
-pub fn check_resume<T: Index>(grouper: &Grouper, src: &[T], dst: &[T], caps: &[usize]) {
+pub fn check_resume<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T], caps: &[usize]) {
     let want = reference(grouper, src, dst);
     let mut got = Vec::new();
     let mut pos = 0;
@@ -207,7 +231,7 @@ pub fn check_resume<T: Index>(grouper: &Grouper, src: &[T], dst: &[T], caps: &[u
 }
 
 /// The same with a `heapless::Vec` of capacity `N`, `pre` slots already taken each time.
-pub fn check_resume_heapless<T: Index, const N: usize>(
+pub fn check_resume_heapless<T: TestIndex, const N: usize>(
     grouper: &Grouper,
     src: &[T],
     dst: &[T],

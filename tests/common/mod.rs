@@ -33,15 +33,31 @@ pub fn seg() -> impl Strategy<Value = Seg> {
     (seg_len(), jump(), jump()).prop_map(|(len, src, dst)| Seg { len, src, dst })
 }
 
-pub fn start<T: TestIndex>() -> impl Strategy<Value = (i128, i128)> {
-    let one = prop_oneof![any::<u8>().prop_map(anchor::<T>), (T::LO..=T::HI)];
-    (one.clone(), one)
+pub fn start<T: TestIndex>(steps: (u64, u64)) -> impl Strategy<Value = (i128, i128)> {
+    let one =
+        |step| prop_oneof![any::<u8>().prop_map(move |k| anchor::<T>(k, step)), T::LO..=T::HI];
+    (one(steps.0), one(steps.1))
 }
 
-/// Paired arrays made of runs.
+/// Paired arrays made of runs of +1 steps.
 pub fn pairs<T: TestIndex>(max_segs: usize) -> impl Strategy<Value = (Vec<T>, Vec<T>)> {
-    (start::<T>(), prop::collection::vec(seg(), 0..max_segs))
-        .prop_map(|(start, segs)| build::<T>(start, &segs))
+    (start::<T>((1, 1)), prop::collection::vec(seg(), 0..max_segs))
+        .prop_map(|(start, segs)| build::<T>(start, &segs, (1, 1)))
+}
+
+/// Steps for both sides (see `step_of`), and paired arrays made of runs of those steps.
+pub fn strided<T: TestIndex>(
+    max_segs: usize,
+) -> impl Strategy<Value = ((u64, u64), Vec<T>, Vec<T>)> {
+    let step = prop_oneof![3 => any::<u8>().prop_map(step_of::<T>), 1 => 1u64..40];
+    (step.clone(), step).prop_flat_map(move |steps| {
+        (start::<T>(steps), prop::collection::vec(seg(), 0..max_segs)).prop_map(
+            move |(start, segs)| {
+                let (src, dst) = build::<T>(start, &segs, steps);
+                (steps, src, dst)
+            },
+        )
+    })
 }
 
 /// A cap on run length worth testing: tiny, around the block size, large.
