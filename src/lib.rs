@@ -55,6 +55,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub mod desc;
 mod error;
 mod grouper;
 mod index;

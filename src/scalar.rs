@@ -139,3 +139,6 @@ pub fn group_with<T: Index>(
 pub fn group<T: Index>(src: &[T], dst: &[T]) -> Result<alloc::vec::Vec<Span>, Error> {
     group_with(&Grouper::new(), src, dst)
 }
+
+#[cfg(feature = "alloc")]
+pub mod desc;

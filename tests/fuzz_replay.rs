@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-const TARGETS: [&str; 4] = ["agree", "resume", "max_len", "mismatch"];
+const TARGETS: [&str; 7] =
+    ["agree", "resume", "max_len", "mismatch", "steps", "descriptors", "gather"];
 
 /// Runs every file under `dir/<target>/` whose name starts with `prefix`.
 fn replay_dir(dir: &Path, prefix: &str) -> usize {

@@ -129,7 +129,54 @@ fn all<T: Index + From<u8>>(ok: &mut impl FnMut(bool) -> Result<(), i32>) -> Res
     let err = Err(corun::Error::LengthMismatch { src: 200, dst: 199 });
     ok(corun::count_runs(src, short) == err)?;
     ok(corun::group_into(src, short, &mut out) == err.map(|_| Progress::default()))?;
-    ok(corun::runs(src, short).is_err())
+    ok(corun::runs(src, short).is_err())?;
+
+    // Strided grouping: every other index, so every pair breaks.
+    let strided = Grouper::new().steps(black_box(2), black_box(2));
+    ok(strided.count_runs(src, dst) == Ok(200))?;
+
+    descriptors(src, dst, ok)
+}
+
+/// Every descriptor and gather form, with layouts and cursors hidden from the optimiser.
+fn descriptors<T: Index>(
+    src: &[T],
+    dst: &[T],
+    ok: &mut impl FnMut(bool) -> Result<(), i32>,
+) -> Result<(), i32> {
+    use corun::desc::{Cursor, Descriptor, Error, Layer, Layout, Order, Plan, Sge, WorkRequest};
+    let mut spans = [Span::default(); 8];
+    let Ok(plan) = Plan::new(&Grouper::new(), src, dst, &mut spans) else { return ok(false) };
+    let layers = black_box([Layer::new(0, 1 << 40, 4096), Layer::new(1 << 30, 1 << 41, 4096)]);
+    let cap = core::num::NonZeroU64::new(black_box(64 * 4096)).unwrap_or(core::num::NonZeroU64::MIN);
+    let layout = Layout::new(&layers).max_bytes(cap);
+    // Runs of 1, 70, 1, 128 pages, cut at 64: 1 + 2 + 1 + 2 pieces per layer.
+    ok(plan.count_descriptors(&layout) == Ok(12))?;
+    let mut out = [Descriptor::default(); 16];
+    let start = black_box(Cursor::default());
+    // dst starts at MAX: fine for 32-bit indices, past 2^64 bytes for 64-bit ones; then
+    // dst wraps to MIN, a negative index for signed types.
+    let (signed, wide) = (T::MIN < T::default(), core::mem::size_of::<T>() == 8);
+    let fails = signed || wide;
+    let want = if wide {
+        Err(Error::Overflow { layer: 0, position: 0, written: 0 })
+    } else if signed {
+        Err(Error::NegativeIndex { layer: 0, position: 1, written: 1 })
+    } else {
+        Ok(12)
+    };
+    let got = plan.descriptors_into(&layout, start, &mut out).map(|w| w.descriptors);
+    ok(got == want)?;
+    let run_major = layout.order(Order::RunMajor);
+    let mut hv = heapless::Vec::<Descriptor, 5>::new();
+    let r = plan.descriptors_into_heapless(&run_major, start, &mut hv);
+    ok(r.is_err() || hv.len() == 5)?;
+    let (mut reqs, mut sges) = ([WorkRequest::default(); 4], [Sge::default(); 8]);
+    let r = plan.gather_into(&layout, black_box(4), start, &mut reqs, &mut sges);
+    ok(r.is_ok() != fails)?;
+    let (mut reqs, mut sges) = (heapless::Vec::<WorkRequest, 2>::new(), heapless::Vec::<Sge, 4>::new());
+    let r = plan.gather_into_heapless(&layout, black_box(4), start, &mut reqs, &mut sges);
+    ok(r.is_ok() != fails)
 }
 
 /// The first `n` slots of `out`, `n` hidden from the optimiser.

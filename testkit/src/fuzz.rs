@@ -6,9 +6,10 @@ use core::num::NonZeroUsize;
 use arbitrary::Arbitrary;
 use corun::Grouper;
 
+use crate::desc::{LayoutSpec, check_descriptors, check_gather};
 use crate::{
     Seg, TestIndex, anchor, build, check, check_mismatch, check_resume, check_resume_heapless,
-    check_with,
+    check_with, step_of,
 };
 
 /// Which index type the arrays are.
@@ -59,15 +60,120 @@ macro_rules! with_pairs {
     };
 }
 
+/// Runs `$body` with the type alias `$t` set to the chosen index type.
+macro_rules! for_type {
+    ($ty:expr, |$t:ident| $body:block) => {
+        match $ty {
+            Ty::U32 => {
+                type $t = u32;
+                $body
+            }
+            Ty::I32 => {
+                type $t = i32;
+                $body
+            }
+            Ty::U64 => {
+                type $t = u64;
+                $body
+            }
+            Ty::I64 => {
+                type $t = i64;
+                $body
+            }
+        }
+    };
+}
+
 impl Pairs {
     /// The arrays; at most 64 segments (up to 16K positions) to keep iterations fast.
     pub fn build<T: TestIndex>(&self) -> (Vec<T>, Vec<T>) {
-        let start = |s: Start| match s {
-            Start::Anchor(k) => anchor::<T>(k, 1),
+        self.build_steps((1, 1))
+    }
+
+    /// The arrays, each side stepping by its step inside a run.
+    pub fn build_steps<T: TestIndex>(&self, steps: (u64, u64)) -> (Vec<T>, Vec<T>) {
+        let start = |s: Start, step| match s {
+            Start::Anchor(k) => anchor::<T>(k, step),
             Start::Raw(x) => i128::from(x),
         };
         let segs = &self.segs[..self.segs.len().min(64)];
-        build::<T>((start(self.start.0), start(self.start.1)), segs, (1, 1))
+        build::<T>((start(self.start.0, steps.0), start(self.start.1, steps.1)), segs, steps)
+    }
+}
+
+/// Steps picked by the input (see [`step_of`]); `None` means +1, +1.
+fn steps<T: TestIndex>(pick: Option<(u8, u8)>) -> (u64, u64) {
+    pick.map_or((1, 1), |(s, d)| (step_of::<T>(s), step_of::<T>(d)))
+}
+
+/// Target `steps`: strided grouping, every output form and resumption.
+#[derive(Debug, Arbitrary)]
+pub struct Steps {
+    pub pairs: Pairs,
+    pub steps: (u8, u8),
+    pub max_len: Option<u16>,
+    pub caps: Vec<u8>,
+}
+
+impl Steps {
+    pub fn run(&self) {
+        for_type!(self.pairs.ty, |T| {
+            let steps = steps::<T>(Some(self.steps));
+            let (src, dst) = self.pairs.build_steps::<T>(steps);
+            let grouper = grouper(self.max_len).steps(steps.0, steps.1);
+            let caps: Vec<usize> = self.caps.iter().map(|&c| 1 + usize::from(c % 16)).collect();
+            check_with(&grouper, &src, &dst);
+            check_resume(&grouper, &src, &dst, if caps.is_empty() { &[3] } else { &caps });
+        });
+    }
+}
+
+/// Target `descriptors`: every descriptor form against the reference, resumed too.
+#[derive(Debug, Arbitrary)]
+pub struct Descriptors {
+    pub pairs: Pairs,
+    pub steps: Option<(u8, u8)>,
+    pub max_len: Option<u16>,
+    pub layout: LayoutSpec,
+    pub caps: Vec<u8>,
+}
+
+impl Descriptors {
+    pub fn run(&self) {
+        for_type!(self.pairs.ty, |T| {
+            let steps = steps::<T>(self.steps);
+            let (src, dst) = self.pairs.build_steps::<T>(steps);
+            let grouper = grouper(self.max_len).steps(steps.0, steps.1);
+            let layers = self.layout.layers(steps);
+            let caps: Vec<usize> = self.caps.iter().map(|&c| 1 + usize::from(c % 8)).collect();
+            let caps = if caps.is_empty() { vec![2] } else { caps };
+            check_descriptors(&grouper, &src, &dst, &self.layout.layout(&layers), &caps);
+        });
+    }
+}
+
+/// Target `gather`: gather lists against the reference, resumed too.
+#[derive(Debug, Arbitrary)]
+pub struct Gather {
+    pub pairs: Pairs,
+    pub steps: Option<(u8, u8)>,
+    pub max_len: Option<u16>,
+    pub layout: LayoutSpec,
+    pub caps: Vec<u8>,
+}
+
+impl Gather {
+    pub fn run(&self) {
+        for_type!(self.pairs.ty, |T| {
+            let steps = steps::<T>(self.steps);
+            let (src, dst) = self.pairs.build_steps::<T>(steps);
+            let grouper = grouper(self.max_len).steps(steps.0, steps.1);
+            let layers = self.layout.layers(steps);
+            let layout = self.layout.layout(&layers);
+            let caps: Vec<usize> = self.caps.iter().map(|&c| 1 + usize::from(c % 8)).collect();
+            let caps = if caps.is_empty() { vec![2] } else { caps };
+            check_gather(&grouper, &src, &dst, &layout, self.layout.max_sge(), &caps);
+        });
     }
 }
 
@@ -177,6 +283,9 @@ pub fn replay(target: &str, bytes: &[u8]) -> bool {
         "resume" => run(bytes, Resume::run),
         "max_len" => run(bytes, MaxLen::run),
         "mismatch" => run(bytes, Mismatch::run),
+        "steps" => run(bytes, Steps::run),
+        "descriptors" => run(bytes, Descriptors::run),
+        "gather" => run(bytes, Gather::run),
         _ => panic!("no fuzz target named {target}"),
     }
 }

@@ -6,6 +6,9 @@
 
 use core::num::NonZeroUsize;
 
+pub use arbitrary;
+
+pub mod desc;
 pub mod fuzz;
 
 use arbitrary::{Arbitrary, Unstructured};

@@ -1,0 +1,271 @@
+//! Gather lists: one work request per contiguous *destination* range, gathering up to
+//! `max_sge` source segments (an RDMA WRITE with a scatter/gather list).
+
+use super::layout::{Fault, Geo};
+#[cfg(feature = "heapless")]
+use super::sink::Tail;
+use super::sink::{Sink, Slots};
+use super::{Cursor, Error, Layout, Plan};
+use crate::Index;
+use crate::step::follows_by;
+
+/// One local segment of a work request (an `ibv_sge` without the key).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct Sge {
+    /// Source address.
+    pub addr: u64,
+    /// Bytes.
+    pub len: u64,
+}
+
+/// One work request: `len` bytes to the contiguous range at `dst_addr`, gathered from
+/// `sges[first_sge..first_sge + sge_count]` of the same call's segment buffer, in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct WorkRequest {
+    /// Destination (remote) address.
+    pub dst_addr: u64,
+    /// Bytes in all: the sum of the segments' lengths.
+    pub len: u64,
+    /// Index of the first segment in the call's segment buffer.
+    pub first_sge: usize,
+    /// Segments (1 to `max_sge`).
+    pub sge_count: usize,
+}
+
+/// How far a gather writer got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct GatherWritten {
+    /// Work requests written by this call.
+    pub requests: usize,
+    /// Segments written by this call.
+    pub sges: usize,
+    /// Where to continue when a buffer filled up; `None` when everything is out.
+    pub next: Option<Cursor>,
+}
+
+/// The end of one planned request.
+struct Planned {
+    end: Cursor,
+    dst_addr: u64,
+    len: u64,
+    sges: usize,
+}
+
+impl<T: Index> Plan<'_, T> {
+    /// Writes work requests for every layer of `layout` (layer-major), each covering a
+    /// contiguous destination range and gathering at most `max_sge` source segments.
+    ///
+    /// Page `i + 1` joins the request of page `i` when its destination page follows (by
+    /// the grouper's step) and is adjacent in memory, and the request stays within the
+    /// byte cap. It extends the last segment when its source page follows and is
+    /// adjacent too, and opens a new segment otherwise (a new request once `max_sge`
+    /// segments are open). Requests are greedy, in input order; runs are those of the
+    /// plan, but a cut by the grouper's `max_len` does not split a segment (use the byte
+    /// cap here).
+    ///
+    /// The call stops before a request that does not fit whole in both buffers;
+    /// `next` resumes there. Errors: the layout checks and [`Error::ZeroMaxSge`]
+    /// (nothing written); [`Error::NegativeIndex`] and [`Error::Overflow`], with the
+    /// requests before them (and their segments) written and valid.
+    ///
+    /// ```
+    /// use corun::Grouper;
+    /// use corun::desc::{Cursor, Layer, Layout, Plan, Sge, WorkRequest};
+    ///
+    /// // A fragmented source pool into a fresh destination allocation.
+    /// let src = [7u32, 3, 9, 10, 1];
+    /// let dst = [100u32, 101, 102, 103, 104];
+    /// let layers = [Layer::new(0, 1 << 40, 4096)];
+    /// let mut spans = [corun::Span::default(); 8];
+    /// let plan = Plan::new(&Grouper::new(), &src, &dst, &mut spans)?;
+    /// let (mut reqs, mut sges) = ([WorkRequest::default(); 4], [Sge::default(); 16]);
+    /// let w = plan.gather_into(&Layout::new(&layers), 30, Cursor::default(), &mut reqs, &mut sges)?;
+    /// // 4 source runs, one destination run: a single work request with 4 segments.
+    /// assert_eq!((w.requests, w.sges), (1, 4));
+    /// assert_eq!(reqs[0].len, 5 * 4096);
+    /// assert_eq!(sges[2], Sge { addr: 9 * 4096, len: 2 * 4096 });
+    /// # Ok::<(), corun::desc::Error>(())
+    /// ```
+    pub fn gather_into(
+        &self,
+        layout: &Layout<'_>,
+        max_sge: usize,
+        cursor: Cursor,
+        requests: &mut [WorkRequest],
+        sges: &mut [Sge],
+    ) -> Result<GatherWritten, Error> {
+        let (mut r, mut s) = (Slots { out: requests, len: 0 }, Slots { out: sges, len: 0 });
+        self.gather_emit(layout, max_sge, cursor, &mut r, &mut s)
+    }
+
+    /// [`gather_into`](Self::gather_into) appending to `heapless` vectors.
+    #[cfg(feature = "heapless")]
+    pub fn gather_into_heapless<const R: usize, const S: usize>(
+        &self,
+        layout: &Layout<'_>,
+        max_sge: usize,
+        cursor: Cursor,
+        requests: &mut heapless::Vec<WorkRequest, R>,
+        sges: &mut heapless::Vec<Sge, S>,
+    ) -> Result<GatherWritten, Error> {
+        let (mut r, mut s) = (Tail { out: requests, added: 0 }, Tail { out: sges, added: 0 });
+        self.gather_emit(layout, max_sge, cursor, &mut r, &mut s)
+    }
+
+    /// Every work request and segment, in new vectors. `first_sge` indexes the
+    /// returned segment vector. Errors: as [`gather_into`](Self::gather_into), and
+    /// [`Error::Alloc`].
+    #[cfg(feature = "alloc")]
+    #[allow(clippy::type_complexity)]
+    pub fn gather(
+        &self,
+        layout: &Layout<'_>,
+        max_sge: usize,
+    ) -> Result<(alloc::vec::Vec<WorkRequest>, alloc::vec::Vec<Sge>), Error> {
+        let (mut r, mut s) = (alloc::vec::Vec::new(), alloc::vec::Vec::new());
+        let w = self.gather_emit(layout, max_sge, Cursor::default(), &mut r, &mut s)?;
+        match w.next {
+            None => Ok((r, s)),
+            Some(_) => Err(Error::Alloc { items: w.requests + 1 }),
+        }
+    }
+
+    fn gather_emit(
+        &self,
+        layout: &Layout<'_>,
+        max_sge: usize,
+        mut c: Cursor,
+        requests: &mut impl Sink<WorkRequest>,
+        sges: &mut impl Sink<Sge>,
+    ) -> Result<GatherWritten, Error> {
+        layout.check()?;
+        if max_sge == 0 {
+            return Err(Error::ZeroMaxSge);
+        }
+        let mut geo: Option<(usize, Geo)> = None;
+        loop {
+            let (written, sges_written) = (requests.count(), sges.count());
+            let progress = |next| GatherWritten { requests: written, sges: sges_written, next };
+            if c.layer >= layout.layers().len() {
+                return Ok(progress(None));
+            }
+            match self.spans.get(c.span) {
+                None => {
+                    c = Cursor { layer: c.layer + 1, span: 0, offset: 0 };
+                    continue;
+                }
+                Some(span) if c.offset >= span.len => {
+                    c = Cursor { span: c.span + 1, offset: 0, ..c };
+                    continue;
+                }
+                Some(_) => {}
+            }
+            let g = match geo {
+                Some((layer, g)) if layer == c.layer => g,
+                _ => match layout.geo(c.layer, self.steps) {
+                    Some(g) => geo.insert((c.layer, g)).1,
+                    None => return Ok(progress(None)),
+                },
+            };
+            // Plan the request without writing, then write it only if it fits whole.
+            let to_err = |(fault, position)| match fault {
+                Fault::Negative => Error::NegativeIndex { layer: c.layer, position, written },
+                Fault::Overflow => Error::Overflow { layer: c.layer, position, written },
+            };
+            let planned = self.walk(&g, max_sge, c, |_| {}).map_err(to_err)?;
+            if !requests.room(1) || !sges.room(planned.sges) {
+                return Ok(progress(Some(c)));
+            }
+            self.walk(&g, max_sge, c, |sge| sges.put(sge)).map_err(to_err)?;
+            requests.put(WorkRequest {
+                dst_addr: planned.dst_addr,
+                len: planned.len,
+                first_sge: sges_written,
+                sge_count: planned.sges,
+            });
+            c = planned.end;
+        }
+    }
+
+    /// Walks one request from `start` (a page with pages left), handing each finished
+    /// segment to `sge`. Errors carry the position of the page at fault.
+    fn walk(
+        &self,
+        g: &Geo,
+        max_sge: usize,
+        start: Cursor,
+        mut sge: impl FnMut(Sge),
+    ) -> Result<Planned, (Fault, usize)> {
+        let item = u128::from(g.layer.item_len);
+        let cap = g.cap_items as u128 * item; // at most the byte cap
+        let at = |c: Cursor| {
+            let span = self.spans.get(c.span)?;
+            Some((span.start.saturating_add(c.offset), span.len.saturating_sub(c.offset)))
+        };
+        let page = |p: usize| self.src.get(p).copied().zip(self.dst.get(p).copied());
+        let fail = |p: usize| move |f: Fault| (f, p);
+        let (first, _) = at(start).ok_or((Fault::Overflow, 0))?;
+        let (_, d0) = page(first).ok_or((Fault::Overflow, first))?;
+        let dst_addr = g.dst_addr(d0, 0).map_err(fail(first))?;
+        let (mut c, mut bytes, mut count) = (start, 0u128, 0usize);
+        let mut open: Option<(usize, Sge)> = None; // (position, segment)
+        while let Some((pos, left)) = at(c) {
+            if left == 0 {
+                c = Cursor { span: c.span + 1, offset: 0, ..c };
+                continue;
+            }
+            let (s, d) = page(pos).ok_or((Fault::Overflow, pos))?;
+            let prev = pos.checked_sub(1).and_then(page);
+            let follows = |side: fn(&(T, T)) -> T, step: u64| {
+                c.offset > 0 || prev.is_some_and(|p| follows_by(side(&p), side(&(s, d)), step))
+            };
+            if bytes > 0 {
+                let joins_dst = g.dst_packed && follows(|p| p.1, self.steps.1);
+                if !joins_dst || bytes + item > cap {
+                    break;
+                }
+            }
+            let joins_src = bytes > 0 && g.src_packed && follows(|p| p.0, self.steps.0);
+            if !joins_src {
+                if count == max_sge {
+                    break;
+                }
+                if let Some((p, seg)) = open.take() {
+                    sge(finish(seg).map_err(fail(p))?);
+                }
+                open = Some((pos, Sge { addr: g.src_addr(s, 0).map_err(fail(pos))?, len: 0 }));
+                count += 1;
+            }
+            // At least 1 page: the cap holds one (layout check), and was checked above.
+            // (`checked_div`: the optimiser cannot see that `item` is not 0.)
+            let room = (cap - bytes).checked_div(item).unwrap_or(0);
+            let take = if g.src_packed && g.dst_packed { (left as u128).min(room) } else { 1 };
+            if take == 0 || room == 0 {
+                break;
+            }
+            if let Some((_, seg)) = open.as_mut() {
+                seg.len += (take * item) as u64; // within the cap, so within u64
+            }
+            bytes += take * item;
+            c.offset += take as usize;
+        }
+        if let Some((p, seg)) = open.take() {
+            sge(finish(seg).map_err(fail(p))?);
+        }
+        if u128::from(dst_addr) + bytes > 1 << 64 {
+            return Err((Fault::Overflow, first));
+        }
+        Ok(Planned { end: c, dst_addr, len: bytes as u64, sges: count })
+    }
+}
+
+/// `seg`, if its end fits in 64 bits.
+fn finish(seg: Sge) -> Result<Sge, Fault> {
+    if u128::from(seg.addr) + u128::from(seg.len) > 1 << 64 {
+        Err(Fault::Overflow)
+    } else {
+        Ok(seg)
+    }
+}

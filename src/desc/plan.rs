@@ -1,0 +1,241 @@
+//! [`Plan`]: the runs of one input, found once, and the descriptor writers over them.
+
+use super::layout::{Fault, Geo};
+#[cfg(feature = "heapless")]
+use super::sink::Tail;
+use super::sink::{Sink, Slots};
+use super::{Error, Layout, Order};
+use crate::{Grouper, Index, Span};
+
+/// One transfer: `len` bytes from `src_addr` to `dst_addr`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct Descriptor {
+    /// Source address.
+    pub src_addr: u64,
+    /// Destination address.
+    pub dst_addr: u64,
+    /// Bytes to move (at least one page).
+    pub len: u64,
+}
+
+/// Where a writer stopped, so that the next call continues exactly there.
+///
+/// `Cursor::default()` is the beginning. A cursor is only meaningful for the plan and
+/// layout (same order, cap, `max_sge`) it came from; any other cursor still never
+/// panics, it just resumes somewhere (or nowhere) in that plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(C)]
+pub struct Cursor {
+    /// Layer of the next output.
+    pub layer: usize,
+    /// Index into [`Plan::spans`] of the next output's run.
+    pub span: usize,
+    /// Pages of that run already written for that layer.
+    pub offset: usize,
+}
+
+impl Cursor {
+    /// The start of the pair `(outer, inner)` of the loop nest of `major` order.
+    pub(crate) fn at(layer_major: bool, outer: usize, inner: usize) -> Self {
+        let (layer, span) = if layer_major { (outer, inner) } else { (inner, outer) };
+        Cursor { layer, span, offset: 0 }
+    }
+}
+
+/// How far a descriptor writer got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Written {
+    /// Descriptors written by this call, from the start of the buffer.
+    pub descriptors: usize,
+    /// Where to continue when the buffer filled up; `None` when every descriptor is out.
+    pub next: Option<Cursor>,
+}
+
+/// The runs of one `src`/`dst` pair, found once, ready to become descriptors for any
+/// number of layers.
+///
+/// Built by [`Plan::new`], which runs the SIMD grouping into a span buffer the caller
+/// owns (no allocation). If that buffer fills up, the plan covers the first
+/// [`consumed`](Self::consumed) positions only; a second plan over the rest continues.
+///
+/// ```
+/// use corun::Grouper;
+/// use corun::desc::{Cursor, Descriptor, Layer, Layout, Plan};
+///
+/// let src = [10u32, 11, 12, 40];
+/// let dst = [0u32, 1, 2, 3];
+/// // K and V of two layers: 4 KiB pages.
+/// let layers = [0x10_0000, 0x20_0000, 0x30_0000, 0x40_0000]
+///     .map(|base| Layer::new(base, base + 0x800_0000, 4096));
+///
+/// let mut spans = [corun::Span::default(); 16];
+/// let plan = Plan::new(&Grouper::new(), &src, &dst, &mut spans)?;
+/// let mut out = [Descriptor::default(); 16];
+/// let w = plan.descriptors_into(&Layout::new(&layers), Cursor::default(), &mut out)?;
+/// assert_eq!((w.descriptors, w.next), (8, None)); // 2 runs x 4 layer buffers
+/// assert_eq!(out[0], Descriptor { src_addr: 0x10_0000 + 10 * 4096, dst_addr: 0x810_0000, len: 3 * 4096 });
+/// # Ok::<(), corun::desc::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Plan<'a, T: Index> {
+    pub(crate) src: &'a [T],
+    pub(crate) dst: &'a [T],
+    pub(crate) spans: &'a [Span],
+    pub(crate) steps: (u64, u64),
+    pub(crate) consumed: usize,
+}
+
+impl<'a, T: Index> Plan<'a, T> {
+    /// Groups `src`/`dst` with `grouper` (its steps and run cap apply) into `spans`.
+    ///
+    /// Errors: [`Error::LengthMismatch`].
+    pub fn new(
+        grouper: &Grouper,
+        src: &'a [T],
+        dst: &'a [T],
+        spans: &'a mut [Span],
+    ) -> Result<Self, Error> {
+        let progress = grouper.group_into(src, dst, spans)?;
+        let spans = &spans[..progress.spans.min(spans.len())];
+        Ok(Plan { src, dst, spans, steps: grouper.get_steps(), consumed: progress.consumed })
+    }
+
+    /// A plan over spans that grouping `src`/`dst` with `grouper` produced.
+    #[cfg(feature = "alloc")]
+    pub(crate) fn over(grouper: &Grouper, src: &'a [T], dst: &'a [T], spans: &'a [Span]) -> Self {
+        Plan { src, dst, spans, steps: grouper.get_steps(), consumed: src.len() }
+    }
+
+    /// The runs, in order.
+    pub fn spans(&self) -> &'a [Span] {
+        self.spans
+    }
+
+    /// Input positions the runs cover: all of them unless the span buffer was too small.
+    pub fn consumed(&self) -> usize {
+        self.consumed
+    }
+
+    /// Number of descriptors [`descriptors_into`](Self::descriptors_into) writes in all,
+    /// to size a buffer exactly (saturating at `usize::MAX`). Errors: the layout checks.
+    pub fn count_descriptors(&self, layout: &Layout<'_>) -> Result<usize, Error> {
+        layout.check()?;
+        let mut total = 0usize;
+        for layer in 0..layout.layers().len() {
+            let Some(geo) = layout.geo(layer, self.steps) else { break };
+            let per = geo.per_descriptor();
+            for span in self.spans {
+                total = total.saturating_add(span.len.div_ceil(per));
+            }
+        }
+        Ok(total)
+    }
+
+    /// Writes descriptors for every layer of `layout` into `out`, from `cursor` on.
+    ///
+    /// A descriptor moves one run (or one piece of it under the byte cap or the grouper's
+    /// run cap) of one layer: `src_addr = src_base + src[start] * src_stride`, the same on
+    /// the destination, `len = pages * item_len`. On sides whose pages are not packed
+    /// (see [`Layer`](super::Layer)) each page is its own descriptor.
+    ///
+    /// When `out` fills up, `written.next` is where to continue (with a new or emptied
+    /// buffer); nothing past `out[written.descriptors - 1]` is written. Errors: the
+    /// layout checks (nothing written); [`Error::NegativeIndex`] and [`Error::Overflow`],
+    /// with the descriptors before them written and valid.
+    pub fn descriptors_into(
+        &self,
+        layout: &Layout<'_>,
+        cursor: Cursor,
+        out: &mut [Descriptor],
+    ) -> Result<Written, Error> {
+        self.emit(layout, cursor, &mut Slots { out, len: 0 })
+    }
+
+    /// Appends descriptors to `out` until it is full; the contract of
+    /// [`descriptors_into`](Self::descriptors_into), counting what this call appended.
+    #[cfg(feature = "heapless")]
+    pub fn descriptors_into_heapless<const N: usize>(
+        &self,
+        layout: &Layout<'_>,
+        cursor: Cursor,
+        out: &mut heapless::Vec<Descriptor, N>,
+    ) -> Result<Written, Error> {
+        self.emit(layout, cursor, &mut Tail { out, added: 0 })
+    }
+
+    /// Every descriptor in a new vector of exactly the right size.
+    ///
+    /// Errors: as [`descriptors_into`](Self::descriptors_into) (then nothing is
+    /// returned), and [`Error::Alloc`].
+    #[cfg(feature = "alloc")]
+    pub fn descriptors(&self, layout: &Layout<'_>) -> Result<alloc::vec::Vec<Descriptor>, Error> {
+        let items = self.count_descriptors(layout)?;
+        let mut out = alloc::vec::Vec::new();
+        out.try_reserve_exact(items).map_err(|_| Error::Alloc { items })?;
+        match self.emit(layout, Cursor::default(), &mut out)? {
+            Written { next: None, .. } => Ok(out),
+            Written { .. } => Err(Error::Alloc { items }),
+        }
+    }
+
+    /// The one writer loop behind every output form.
+    fn emit(
+        &self,
+        layout: &Layout<'_>,
+        mut c: Cursor,
+        out: &mut impl Sink<Descriptor>,
+    ) -> Result<Written, Error> {
+        layout.check()?;
+        let (layers, spans) = (layout.layers().len(), self.spans.len());
+        let major = layout.get_order() == Order::LayerMajor;
+        let mut geo: Option<(usize, Geo)> = None;
+        loop {
+            let written = out.count();
+            // Step the cursor to the next (layer, span) pair with pages left.
+            let ((outer, outer_len), (inner, inner_len)) = if major {
+                ((c.layer, layers), (c.span, spans))
+            } else {
+                ((c.span, spans), (c.layer, layers))
+            };
+            if outer >= outer_len {
+                return Ok(Written { descriptors: written, next: None });
+            }
+            if inner >= inner_len {
+                c = Cursor::at(major, outer + 1, 0);
+                continue;
+            }
+            let Some(span) = self.spans.get(c.span).copied().filter(|s| c.offset < s.len) else {
+                c = Cursor::at(major, outer, inner + 1);
+                continue;
+            };
+            let g = match geo {
+                Some((layer, g)) if layer == c.layer => g,
+                _ => match layout.geo(c.layer, self.steps) {
+                    Some(g) => geo.insert((c.layer, g)).1,
+                    None => return Ok(Written { descriptors: written, next: None }),
+                },
+            };
+            if !out.room(1) {
+                return Ok(Written { descriptors: written, next: Some(c) });
+            }
+            let pages = g.per_descriptor().min(span.len - c.offset);
+            let position = span.start + c.offset;
+            let d = self.descriptor(&g, position, pages).map_err(|fault| match fault {
+                Fault::Negative => Error::NegativeIndex { layer: c.layer, position, written },
+                Fault::Overflow => Error::Overflow { layer: c.layer, position, written },
+            })?;
+            out.put(d);
+            c.offset += pages;
+        }
+    }
+
+    /// The descriptor of `pages` pages from `position` in layer `g`.
+    fn descriptor(&self, g: &Geo, position: usize, pages: usize) -> Result<Descriptor, Fault> {
+        let (Some(&s), Some(&d)) = (self.src.get(position), self.dst.get(position)) else {
+            return Err(Fault::Overflow); // unreachable: spans lie inside the input
+        };
+        let len = g.bytes(pages)?;
+        Ok(Descriptor { src_addr: g.src_addr(s, len)?, dst_addr: g.dst_addr(d, len)?, len })
+    }
+}

@@ -1,0 +1,68 @@
+//! The output buffers the writers fill: caller slices, `heapless::Vec`, `Vec`.
+
+/// A buffer that takes outputs until it has no room.
+pub(crate) trait Sink<X> {
+    /// Room for `n` more outputs.
+    fn room(&mut self, n: usize) -> bool;
+    /// Adds `x` (call only after `room` said yes).
+    fn put(&mut self, x: X);
+    /// Outputs added through this sink.
+    fn count(&self) -> usize;
+}
+
+/// A caller's slice, filled from its start.
+pub(crate) struct Slots<'o, X> {
+    pub out: &'o mut [X],
+    pub len: usize,
+}
+
+impl<X> Sink<X> for Slots<'_, X> {
+    fn room(&mut self, n: usize) -> bool {
+        self.out.len() - self.len >= n
+    }
+    fn put(&mut self, x: X) {
+        if let Some(slot) = self.out.get_mut(self.len) {
+            *slot = x;
+            self.len += 1;
+        }
+    }
+    fn count(&self) -> usize {
+        self.len
+    }
+}
+
+/// A `heapless::Vec`, appended to; counts what this call added.
+#[cfg(feature = "heapless")]
+pub(crate) struct Tail<'o, X, const N: usize> {
+    pub out: &'o mut heapless::Vec<X, N>,
+    pub added: usize,
+}
+
+#[cfg(feature = "heapless")]
+impl<X, const N: usize> Sink<X> for Tail<'_, X, N> {
+    fn room(&mut self, n: usize) -> bool {
+        N - self.out.len() >= n
+    }
+    fn put(&mut self, x: X) {
+        if self.out.push(x).is_ok() {
+            self.added += 1;
+        }
+    }
+    fn count(&self) -> usize {
+        self.added
+    }
+}
+
+/// A `Vec`, grown as needed; no room means the memory could not be reserved.
+#[cfg(feature = "alloc")]
+impl<X> Sink<X> for alloc::vec::Vec<X> {
+    fn room(&mut self, n: usize) -> bool {
+        self.try_reserve(n).is_ok()
+    }
+    fn put(&mut self, x: X) {
+        self.push(x);
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
