@@ -271,3 +271,20 @@ fn gather_stops_before_a_request_that_does_not_fit_whole() {
     let none = Written { descriptors: 0, next: Some(Cursor::default()) };
     assert_eq!(w.map(|w| (w.requests, w.sges, w.next)), Ok((0, 0, none.next)));
 }
+
+#[test]
+fn no_descriptor_is_longer_than_a_u64_can_say() {
+    // Two pages of 2^63 bytes from address 0, ending exactly at 2^64: one run, but its
+    // 2^64 bytes do not fit a u64 length, so it comes out as two descriptors.
+    let src = [0u64, 1];
+    let layers = [Layer::new(0, 0, 1 << 63)];
+    let got = corun::desc::descriptors(&Grouper::new(), &src, &src, &Layout::new(&layers)).unwrap();
+    let half = 1 << 63;
+    assert_eq!(
+        got,
+        [
+            Descriptor { src_addr: 0, dst_addr: 0, len: half },
+            Descriptor { src_addr: half, dst_addr: half, len: half }
+        ]
+    );
+}

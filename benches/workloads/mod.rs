@@ -14,8 +14,12 @@ pub enum Structure {
     /// Every position a break: a span per position.
     Singletons,
     /// A simulated paged allocator on each side, mapping requests of 2K-16K tokens with
-    /// this page size; pages are freed in random order, so free lists fragment.
+    /// this page size; pages are freed in random order, so free lists fragment (both
+    /// pools are aged before the trace starts).
     Trace { page_size: u32 },
+    /// The same prefill pool, into a fresh decode allocation: `dst` is one ascending
+    /// range (a decode pool that nothing has freed into yet).
+    TraceFresh { page_size: u32 },
 }
 
 impl Structure {
@@ -35,6 +39,7 @@ impl Structure {
             Structure::Mean(m) => format!("mean-{m}"),
             Structure::Singletons => "singletons".into(),
             Structure::Trace { page_size } => format!("trace-p{page_size}"),
+            Structure::TraceFresh { page_size } => format!("trace-fresh-p{page_size}"),
         }
     }
 }
@@ -116,6 +121,15 @@ pub fn make_u64(len: usize, structure: Structure, seed: u64) -> (Vec<u64>, Vec<u
             // Pool sizes: 4x the pages 16 live requests of up to 16K tokens hold.
             let pool = 4 * 16 * 16_384 / page_size;
             let (mut prefill, mut decode) = (Pool::new(pool), Pool::new(pool));
+            // Age both pools first: serve twice their size in requests, so that the free
+            // lists are as scrambled as in a server that has been up for a while.
+            let mut served = 0;
+            while served < 2 * pool as usize {
+                let pages = (2048 + rng.below(16_384 - 2048 + 1) as u32).div_ceil(page_size);
+                prefill.alloc(pages as usize, &mut rng);
+                decode.alloc(pages as usize, &mut rng);
+                served += pages as usize;
+            }
             while src.len() < len {
                 let tokens = 2048 + rng.below(16_384 - 2048 + 1) as u32;
                 let pages = tokens.div_ceil(page_size) as usize;
@@ -124,6 +138,10 @@ pub fn make_u64(len: usize, structure: Structure, seed: u64) -> (Vec<u64>, Vec<u
             }
             src.truncate(len);
             dst.truncate(len);
+        }
+        Structure::TraceFresh { page_size } => {
+            (src, _) = make_u64(len, Structure::Trace { page_size }, seed);
+            dst.extend((0..len as u64).map(|i| 5000 + i));
         }
     }
     (src, dst)
@@ -194,3 +212,31 @@ macro_rules! floor {
     )*};
 }
 floor!(u32, u64);
+
+/// 64 model layers x (K, V): 128 layer buffers of `page` bytes per page, 1 GiB apart.
+pub fn kv_layers(page: u64) -> Vec<corun::desc::Layer> {
+    (0..128u64).map(|b| corun::desc::Layer::new(b << 30, (1 << 44) + (b << 30), page)).collect()
+}
+
+/// The descriptor loop agents write today: group with a zip loop, then for each layer
+/// and run push `(base + index * item_len, ..)` with unchecked arithmetic.
+pub fn naive_descriptors(
+    src: &[u32],
+    dst: &[u32],
+    layers: &[corun::desc::Layer],
+    runs: &mut [Span],
+    out: &mut Vec<corun::desc::Descriptor>,
+) -> usize {
+    let n = naive(src, dst, runs);
+    out.clear();
+    for l in layers {
+        for r in &runs[..n] {
+            out.push(corun::desc::Descriptor {
+                src_addr: l.src_base + u64::from(src[r.start]) * l.item_len,
+                dst_addr: l.dst_base + u64::from(dst[r.start]) * l.item_len,
+                len: r.len as u64 * l.item_len,
+            });
+        }
+    }
+    out.len()
+}

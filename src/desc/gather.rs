@@ -144,7 +144,7 @@ impl<T: Index> Plan<'_, T> {
         if max_sge == 0 {
             return Err(Error::ZeroMaxSge);
         }
-        let mut geo: Option<(usize, Geo)> = None;
+        let mut geo: Option<(usize, Geo, bool)> = None;
         loop {
             let (written, sges_written) = (requests.count(), sges.count());
             let progress = |next| GatherWritten { requests: written, sges: sges_written, next };
@@ -162,23 +162,32 @@ impl<T: Index> Plan<'_, T> {
                 }
                 Some(_) => {}
             }
-            let g = match geo {
-                Some((layer, g)) if layer == c.layer => g,
+            let (g, fits) = match geo {
+                Some((layer, g, fits)) if layer == c.layer => (g, fits),
                 _ => match layout.geo(c.layer, self.steps) {
-                    Some(g) => geo.insert((c.layer, g)).1,
+                    Some(g) => {
+                        let fits = self.bounds.fits(&g);
+                        geo = Some((c.layer, g, fits));
+                        (g, fits)
+                    }
                     None => return Ok(progress(None)),
                 },
             };
-            // Plan the request without writing, then write it only if it fits whole.
             let to_err = |(fault, position)| match fault {
                 Fault::Negative => Error::NegativeIndex { layer: c.layer, position, written },
                 Fault::Overflow => Error::Overflow { layer: c.layer, position, written },
             };
-            let planned = self.walk(&g, max_sge, c, |_| {}).map_err(to_err)?;
-            if !requests.room(1) || !sges.room(planned.sges) {
-                return Ok(progress(Some(c)));
-            }
-            self.walk(&g, max_sge, c, |sge| sges.put(sge)).map_err(to_err)?;
+            let planned = if fits && requests.room(1) && sges.room(max_sge) {
+                // Room for any request, and no address can fail: write as it goes.
+                self.walk(&g, max_sge, c, |sge| sges.put(sge)).map_err(to_err)?
+            } else {
+                // Plan the request first, and write it only if it fits whole and is valid.
+                let planned = self.walk(&g, max_sge, c, |_| {}).map_err(to_err)?;
+                if !requests.room(1) || !sges.room(planned.sges) {
+                    return Ok(progress(Some(c)));
+                }
+                self.walk(&g, max_sge, c, |sge| sges.put(sge)).map_err(to_err)?
+            };
             requests.put(WorkRequest {
                 dst_addr: planned.dst_addr,
                 len: planned.len,
@@ -198,8 +207,8 @@ impl<T: Index> Plan<'_, T> {
         start: Cursor,
         mut sge: impl FnMut(Sge),
     ) -> Result<Planned, (Fault, usize)> {
-        let item = u128::from(g.layer.item_len);
-        let cap = g.cap_items as u128 * item; // at most the byte cap
+        let item = g.layer.item_len;
+        let cap = g.cap_bytes;
         let at = |c: Cursor| {
             let span = self.spans.get(c.span)?;
             Some((span.start.saturating_add(c.offset), span.len.saturating_sub(c.offset)))
@@ -209,7 +218,7 @@ impl<T: Index> Plan<'_, T> {
         let (first, _) = at(start).ok_or((Fault::Overflow, 0))?;
         let (_, d0) = page(first).ok_or((Fault::Overflow, first))?;
         let dst_addr = g.dst_addr(d0, 0).map_err(fail(first))?;
-        let (mut c, mut bytes, mut count) = (start, 0u128, 0usize);
+        let (mut c, mut bytes, mut count) = (start, 0u64, 0usize);
         let mut open: Option<(usize, Sge)> = None; // (position, segment)
         while let Some((pos, left)) = at(c) {
             if left == 0 {
@@ -223,7 +232,7 @@ impl<T: Index> Plan<'_, T> {
             };
             if bytes > 0 {
                 let joins_dst = g.dst_packed && follows(|p| p.1, self.steps.1);
-                if !joins_dst || bytes + item > cap {
+                if !joins_dst || cap - bytes < item {
                     break;
                 }
             }
@@ -238,26 +247,32 @@ impl<T: Index> Plan<'_, T> {
                 open = Some((pos, Sge { addr: g.src_addr(s, 0).map_err(fail(pos))?, len: 0 }));
                 count += 1;
             }
-            // At least 1 page: the cap holds one (layout check), and was checked above.
-            // (`checked_div`: the optimiser cannot see that `item` is not 0.)
-            let room = (cap - bytes).checked_div(item).unwrap_or(0);
-            let take = if g.src_packed && g.dst_packed { (left as u128).min(room) } else { 1 };
-            if take == 0 || room == 0 {
+            // Room for at least 1 page: the cap holds one (layout check), and was checked
+            // above. The division only for runs of several pages (it is not cheap).
+            let take = if left > 1 && g.src_packed && g.dst_packed {
+                let room = (cap - bytes).checked_div(item).unwrap_or(0);
+                usize::try_from(room).map_or(left, |room| room.min(left))
+            } else {
+                1
+            };
+            if take == 0 || cap - bytes < item {
                 break;
             }
+            // take * item <= cap - bytes: no overflow.
+            let add = take as u64 * item;
             if let Some((_, seg)) = open.as_mut() {
-                seg.len += (take * item) as u64; // within the cap, so within u64
+                seg.len += add;
             }
-            bytes += take * item;
-            c.offset += take as usize;
+            bytes += add;
+            c.offset += take;
         }
         if let Some((p, seg)) = open.take() {
             sge(finish(seg).map_err(fail(p))?);
         }
-        if u128::from(dst_addr) + bytes > 1 << 64 {
+        if u128::from(dst_addr) + u128::from(bytes) > 1 << 64 {
             return Err((Fault::Overflow, first));
         }
-        Ok(Planned { end: c, dst_addr, len: bytes as u64, sges: count })
+        Ok(Planned { end: c, dst_addr, len: bytes, sges: count })
     }
 }
 

@@ -114,8 +114,10 @@ impl<'a> Layout<'a> {
         let (src_packed, dst_packed) =
             (packed(steps.0, l.src_stride), packed(steps.1, l.dst_stride));
         let cap = self.max_bytes.map_or(u64::MAX, NonZeroU64::get);
-        let cap_items = usize::try_from(cap / l.item_len.max(1)).unwrap_or(usize::MAX).max(1);
-        Some(Geo { layer: l, cap_items, src_packed, dst_packed })
+        let whole = cap / l.item_len.max(1);
+        let cap_items = usize::try_from(whole).unwrap_or(usize::MAX).max(1);
+        let cap_bytes = whole * l.item_len; // at most `cap`
+        Some(Geo { layer: l, cap_items, cap_bytes, src_packed, dst_packed })
     }
 }
 
@@ -125,6 +127,8 @@ pub(crate) struct Geo {
     pub layer: Layer,
     /// Most pages one transfer may carry under the byte cap (at least 1).
     pub cap_items: usize,
+    /// Most bytes one transfer may carry: whole pages within the cap.
+    pub cap_bytes: u64,
     /// Consecutive run pages are adjacent in memory on the source side.
     pub src_packed: bool,
     /// The same on the destination side.

@@ -35,14 +35,6 @@ pub struct Cursor {
     pub offset: usize,
 }
 
-impl Cursor {
-    /// The start of the pair `(outer, inner)` of the loop nest of `major` order.
-    pub(crate) fn at(layer_major: bool, outer: usize, inner: usize) -> Self {
-        let (layer, span) = if layer_major { (outer, inner) } else { (inner, outer) };
-        Cursor { layer, span, offset: 0 }
-    }
-}
-
 /// How far a descriptor writer got.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Written {
@@ -84,6 +76,59 @@ pub struct Plan<'a, T: Index> {
     pub(crate) spans: &'a [Span],
     pub(crate) steps: (u64, u64),
     pub(crate) consumed: usize,
+    pub(crate) bounds: Bounds,
+}
+
+/// The extremes of the page indices the runs touch, found once per plan: a layer whose
+/// every address fits (checked once, with these) gets descriptors without per-descriptor
+/// checks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    /// Smallest index on either side.
+    lo: i128,
+    /// Largest index on the source side.
+    src_hi: i128,
+    /// Largest index on the destination side.
+    dst_hi: i128,
+    /// Pages in the longest run.
+    longest: usize,
+}
+
+impl Bounds {
+    fn of<T: Index>(src: &[T], dst: &[T], spans: &[Span]) -> Self {
+        let mut b = Bounds { lo: 0, src_hi: 0, dst_hi: 0, longest: 0 };
+        for span in spans {
+            let ends = |x: &[T]| {
+                let first = x.get(span.start).map_or(0, |v| v.widen());
+                let last = x.get(span.end().saturating_sub(1)).map_or(0, |v| v.widen());
+                (first.min(last), first.max(last))
+            };
+            let ((s_lo, s_hi), (d_lo, d_hi)) = (ends(src), ends(dst));
+            b.lo = b.lo.min(s_lo).min(d_lo);
+            (b.src_hi, b.dst_hi) = (b.src_hi.max(s_hi), b.dst_hi.max(d_hi));
+            b.longest = b.longest.max(span.len);
+        }
+        b
+    }
+
+    /// Every address of layer `g` fits: no index is negative, and the last page of the
+    /// highest index on each side ends by `2^64`.
+    pub(crate) fn fits(&self, g: &Geo) -> bool {
+        let l = &g.layer;
+        let end = |base: u64, hi: i128, stride: u64| {
+            // hi < 2^64, stride < 2^64: below 2^128 with the base and one page.
+            u128::from(base) + hi as u128 * u128::from(stride) + u128::from(l.item_len)
+        };
+        self.lo >= 0
+            && end(l.src_base, self.src_hi, l.src_stride) <= 1 << 64
+            && end(l.dst_base, self.dst_hi, l.dst_stride) <= 1 << 64
+    }
+
+    /// Every descriptor of layer `g` is one whole run, and its addresses fit: no run is
+    /// cut, so its length fits too (the cap is at most `u64::MAX`).
+    fn whole_and_safe(&self, g: &Geo) -> bool {
+        self.longest <= g.per_descriptor() && self.fits(g)
+    }
 }
 
 impl<'a, T: Index> Plan<'a, T> {
@@ -98,13 +143,22 @@ impl<'a, T: Index> Plan<'a, T> {
     ) -> Result<Self, Error> {
         let progress = grouper.group_into(src, dst, spans)?;
         let spans = &spans[..progress.spans.min(spans.len())];
-        Ok(Plan { src, dst, spans, steps: grouper.get_steps(), consumed: progress.consumed })
+        let bounds = Bounds::of(src, dst, spans);
+        Ok(Plan {
+            src,
+            dst,
+            spans,
+            steps: grouper.get_steps(),
+            consumed: progress.consumed,
+            bounds,
+        })
     }
 
     /// A plan over spans that grouping `src`/`dst` with `grouper` produced.
     #[cfg(feature = "alloc")]
     pub(crate) fn over(grouper: &Grouper, src: &'a [T], dst: &'a [T], spans: &'a [Span]) -> Self {
-        Plan { src, dst, spans, steps: grouper.get_steps(), consumed: src.len() }
+        let bounds = Bounds::of(src, dst, spans);
+        Plan { src, dst, spans, steps: grouper.get_steps(), consumed: src.len(), bounds }
     }
 
     /// The runs, in order.
@@ -179,7 +233,8 @@ impl<'a, T: Index> Plan<'a, T> {
         }
     }
 
-    /// The one writer loop behind every output form.
+    /// The one writer loop behind every output form: the cursor walks layers and runs in
+    /// the layout's order; [`pieces`](Self::pieces) writes one run of one layer.
     fn emit(
         &self,
         layout: &Layout<'_>,
@@ -187,46 +242,83 @@ impl<'a, T: Index> Plan<'a, T> {
         out: &mut impl Sink<Descriptor>,
     ) -> Result<Written, Error> {
         layout.check()?;
-        let (layers, spans) = (layout.layers().len(), self.spans.len());
-        let major = layout.get_order() == Order::LayerMajor;
-        let mut geo: Option<(usize, Geo)> = None;
-        loop {
-            let written = out.count();
-            // Step the cursor to the next (layer, span) pair with pages left.
-            let ((outer, outer_len), (inner, inner_len)) = if major {
-                ((c.layer, layers), (c.span, spans))
-            } else {
-                ((c.span, spans), (c.layer, layers))
-            };
-            if outer >= outer_len {
-                return Ok(Written { descriptors: written, next: None });
+        let full = |c, count| Written { descriptors: count, next: Some(c) };
+        match layout.get_order() {
+            Order::LayerMajor => {
+                while let Some(g) = layout.geo(c.layer, self.steps) {
+                    if self.bounds.whole_and_safe(&g) && c.offset == 0 {
+                        // One descriptor per run, every address known to fit.
+                        let rest = self.spans.get(c.span..).unwrap_or_default();
+                        let n = out.extend(rest.iter().map(|&span| self.whole(&g, span)));
+                        if n < rest.len() {
+                            return Ok(full(Cursor { span: c.span + n, ..c }, out.count()));
+                        }
+                        c.span += n;
+                    }
+                    while let Some(&span) = self.spans.get(c.span) {
+                        if !self.pieces(&g, span, &mut c, out)? {
+                            return Ok(full(c, out.count()));
+                        }
+                        c = Cursor { span: c.span + 1, offset: 0, ..c };
+                    }
+                    c = Cursor { layer: c.layer + 1, span: 0, offset: 0 };
+                }
             }
-            if inner >= inner_len {
-                c = Cursor::at(major, outer + 1, 0);
-                continue;
+            Order::RunMajor => {
+                while let Some(&span) = self.spans.get(c.span) {
+                    while let Some(g) = layout.geo(c.layer, self.steps) {
+                        if !self.pieces(&g, span, &mut c, out)? {
+                            return Ok(full(c, out.count()));
+                        }
+                        c = Cursor { layer: c.layer + 1, offset: 0, ..c };
+                    }
+                    c = Cursor { span: c.span + 1, layer: 0, offset: 0 };
+                }
             }
-            let Some(span) = self.spans.get(c.span).copied().filter(|s| c.offset < s.len) else {
-                c = Cursor::at(major, outer, inner + 1);
-                continue;
-            };
-            let g = match geo {
-                Some((layer, g)) if layer == c.layer => g,
-                _ => match layout.geo(c.layer, self.steps) {
-                    Some(g) => geo.insert((c.layer, g)).1,
-                    None => return Ok(Written { descriptors: written, next: None }),
-                },
-            };
+        }
+        Ok(Written { descriptors: out.count(), next: None })
+    }
+
+    /// Writes the pieces of `span` in layer `g` from `c.offset` on, advancing it;
+    /// `false` when `out` filled up first.
+    #[inline]
+    fn pieces(
+        &self,
+        g: &Geo,
+        span: Span,
+        c: &mut Cursor,
+        out: &mut impl Sink<Descriptor>,
+    ) -> Result<bool, Error> {
+        let per = g.per_descriptor();
+        while c.offset < span.len {
             if !out.room(1) {
-                return Ok(Written { descriptors: written, next: Some(c) });
+                return Ok(false);
             }
-            let pages = g.per_descriptor().min(span.len - c.offset);
+            let pages = per.min(span.len - c.offset);
             let position = span.start + c.offset;
-            let d = self.descriptor(&g, position, pages).map_err(|fault| match fault {
-                Fault::Negative => Error::NegativeIndex { layer: c.layer, position, written },
-                Fault::Overflow => Error::Overflow { layer: c.layer, position, written },
+            let d = self.descriptor(g, position, pages).map_err(|fault| {
+                let (layer, written) = (c.layer, out.count());
+                match fault {
+                    Fault::Negative => Error::NegativeIndex { layer, position, written },
+                    Fault::Overflow => Error::Overflow { layer, position, written },
+                }
             })?;
             out.put(d);
             c.offset += pages;
+        }
+        Ok(true)
+    }
+
+    /// The descriptor of the whole of `span` in layer `g`, for layers that passed
+    /// [`Bounds::whole_and_safe`]: the arithmetic cannot overflow (it wraps, never panics).
+    #[inline(always)]
+    fn whole(&self, g: &Geo, span: Span) -> Descriptor {
+        let at = |x: &[T]| x.get(span.start).map_or(0, |v| v.widen() as u64);
+        let l = &g.layer;
+        Descriptor {
+            src_addr: l.src_base.wrapping_add(at(self.src).wrapping_mul(l.src_stride)),
+            dst_addr: l.dst_base.wrapping_add(at(self.dst).wrapping_mul(l.dst_stride)),
+            len: (span.len as u64).wrapping_mul(l.item_len),
         }
     }
 

@@ -8,6 +8,17 @@ pub(crate) trait Sink<X> {
     fn put(&mut self, x: X);
     /// Outputs added through this sink.
     fn count(&self) -> usize;
+    /// Adds outputs from `xs` while there is room; returns how many it added.
+    fn extend(&mut self, xs: impl Iterator<Item = X>) -> usize {
+        let before = self.count();
+        for x in xs {
+            if !self.room(1) {
+                break;
+            }
+            self.put(x);
+        }
+        self.count() - before
+    }
 }
 
 /// A caller's slice, filled from its start.
@@ -28,6 +39,16 @@ impl<X> Sink<X> for Slots<'_, X> {
     }
     fn count(&self) -> usize {
         self.len
+    }
+    fn extend(&mut self, xs: impl Iterator<Item = X>) -> usize {
+        let free = self.out.get_mut(self.len..).unwrap_or_default();
+        let mut n = 0;
+        for (slot, x) in free.iter_mut().zip(xs) {
+            *slot = x;
+            n += 1;
+        }
+        self.len += n;
+        n
     }
 }
 
