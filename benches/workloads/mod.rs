@@ -65,7 +65,9 @@ impl Rng {
     }
 }
 
-/// A page pool whose free list is FIFO; requests finish in random order.
+/// A page pool that hands out the lowest free pages first (SGLang's allocator sorts
+/// its free list); requests finish in random order, so their pages come back as holes
+/// between live requests, and later allocations are stitched from those holes.
 struct Pool {
     free: std::collections::VecDeque<u32>,
     live: Vec<Vec<u32>>,
@@ -77,9 +79,14 @@ impl Pool {
     }
     /// Allocates `n` pages, first finishing random live requests until enough are free.
     fn alloc(&mut self, n: usize, rng: &mut Rng) -> Vec<u32> {
+        let mut freed = false;
         while self.free.len() < n || self.live.len() > 16 {
             let done = self.live.swap_remove(rng.below(self.live.len() as u64) as usize);
             self.free.extend(done);
+            freed = true;
+        }
+        if freed {
+            self.free.make_contiguous().sort_unstable();
         }
         let pages: Vec<u32> = self.free.drain(..n).collect();
         self.live.push(pages.clone());
