@@ -5,6 +5,7 @@
 /// Inside a span, `src[i + 1] == src[i] + 1` and `dst[i + 1] == dst[i] + 1` for every
 /// position `i` but the last. Spans are never empty.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(C)] // the C ABI writes spans in place
 pub struct Span {
     /// First position of the run.
     pub start: usize,

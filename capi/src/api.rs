@@ -1,0 +1,373 @@
+//! The exported functions: per index type, thin wrappers over one generic body each.
+
+use core::ffi::c_char;
+use core::num::{NonZeroU64, NonZeroUsize};
+
+use corun::desc::{self, Layout, Order, Plan};
+use corun::{Grouper, Index};
+
+use crate::ffi::{self, Buf, disjoint, range};
+use crate::types::*;
+use corun_status::*;
+
+type Status = Result<(), corun_status>;
+
+fn status(r: Status) -> corun_status {
+    r.err().unwrap_or(CORUN_OK)
+}
+
+/// The byte range of one struct behind an out-pointer.
+fn point<T>(ptr: *const T) -> (usize, usize) {
+    (ptr as usize, ptr as usize + core::mem::size_of::<T>())
+}
+
+fn grouper(options: *const corun_options) -> Result<Grouper, corun_status> {
+    let Some(o) = ffi::opt(options)? else { return Ok(Grouper::new()) };
+    let g = Grouper::new().steps(o.src_step, o.dst_step);
+    Ok(NonZeroUsize::new(o.max_len).map_or(g, |m| g.max_len(m)))
+}
+
+fn inputs<T>(src: *const T, src_len: usize, dst: *const T, dst_len: usize) -> Result<(Buf<T>, Buf<T>), corun_status> {
+    let (s, d) = (Buf::new(src, src_len)?, Buf::new(dst, dst_len)?);
+    if src_len != dst_len {
+        return Err(CORUN_ERR_LENGTH_MISMATCH);
+    }
+    Ok((s, d))
+}
+
+fn count_runs<T: Index>(
+    src: *const T,
+    src_len: usize,
+    dst: *const T,
+    dst_len: usize,
+    options: *const corun_options,
+    count: *mut usize,
+) -> Status {
+    let (s, d) = inputs(src, src_len, dst, dst_len)?;
+    let grouper = grouper(options)?;
+    disjoint(&[range(&s), point(count)])?;
+    disjoint(&[range(&d), point(count)])?;
+    let count = ffi::out(count)?;
+    *count = grouper.count_runs(ffi::read(s), ffi::read(d)).map_err(|_| CORUN_ERR_LENGTH_MISMATCH)?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn group<T: Index>(
+    src: *const T,
+    src_len: usize,
+    dst: *const T,
+    dst_len: usize,
+    options: *const corun_options,
+    out: *mut corun_span,
+    out_cap: usize,
+    progress: *mut corun_progress,
+) -> Status {
+    let (s, d) = inputs(src, src_len, dst, dst_len)?;
+    let grouper = grouper(options)?;
+    let o = Buf::new(out as *const corun_span, out_cap)?;
+    disjoint(&[range(&s), range(&o), point(progress)])?;
+    disjoint(&[range(&d), range(&o), point(progress)])?;
+    let progress = ffi::out(progress)?;
+    let p = grouper
+        .group_into(ffi::read(s), ffi::read(d), ffi::write_as(o))
+        .map_err(|_| CORUN_ERR_LENGTH_MISMATCH)?;
+    *progress = corun_progress { consumed: p.consumed, spans: p.spans };
+    Ok(())
+}
+
+/// The checked layout; its layers borrow the caller's array.
+fn layout<'a>(layout: *const corun_layout) -> Result<(Layout<'a>, Buf<corun_layer>), corun_status> {
+    let l = ffi::opt(layout)?.ok_or(CORUN_ERR_NULL)?;
+    let layers = Buf::new(l.layers, l.n_layers)?;
+    let order = match l.order {
+        0 => Order::LayerMajor,
+        1 => Order::RunMajor,
+        _ => return Err(CORUN_ERR_INVALID_ARGUMENT),
+    };
+    let mut out = Layout::new(ffi::read_as::<corun_layer, desc::Layer>(layers)).order(order);
+    if let Some(cap) = NonZeroU64::new(l.max_bytes) {
+        out = out.max_bytes(cap);
+    }
+    Ok((out, layers))
+}
+
+/// Records a descriptor error in `written` and turns it into a status.
+fn desc_error(e: desc::Error, written: &mut corun_written) -> corun_status {
+    match e {
+        desc::Error::LengthMismatch { .. } => CORUN_ERR_LENGTH_MISMATCH,
+        desc::Error::ZeroItemLen { layer } => {
+            written.error_layer = layer;
+            CORUN_ERR_ZERO_ITEM_LEN
+        }
+        desc::Error::CapBelowItem { layer } => {
+            written.error_layer = layer;
+            CORUN_ERR_CAP_BELOW_ITEM
+        }
+        desc::Error::ZeroMaxSge => CORUN_ERR_ZERO_MAX_SGE,
+        desc::Error::NegativeIndex { layer, position, written: n } => {
+            (written.error_layer, written.error_position, written.items) = (layer, position, n);
+            CORUN_ERR_NEGATIVE_INDEX
+        }
+        desc::Error::Overflow { layer, position, written: n } => {
+            (written.error_layer, written.error_position, written.items) = (layer, position, n);
+            CORUN_ERR_OVERFLOW
+        }
+        // Not produced by the writers used here (no allocation); future errors too.
+        _ => CORUN_ERR_INVALID_ARGUMENT,
+    }
+}
+
+/// Groups into the scratch buffer; every run must fit.
+fn plan<'a, T: Index>(
+    grouper: &Grouper,
+    src: &'a [T],
+    dst: &'a [T],
+    scratch: &'a mut [corun::Span],
+) -> Result<Plan<'a, T>, corun_status> {
+    let plan = Plan::new(grouper, src, dst, scratch).map_err(|_| CORUN_ERR_LENGTH_MISMATCH)?;
+    if plan.consumed() < src.len() {
+        return Err(CORUN_ERR_SCRATCH_TOO_SMALL);
+    }
+    Ok(plan)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn descriptors<T: Index>(
+    src: *const T,
+    src_len: usize,
+    dst: *const T,
+    dst_len: usize,
+    options: *const corun_options,
+    layout_ptr: *const corun_layout,
+    scratch: *mut corun_span,
+    scratch_cap: usize,
+    cursor: *mut corun_cursor,
+    out: *mut corun_descriptor,
+    out_cap: usize,
+    written: *mut corun_written,
+) -> Status {
+    let (s, d) = inputs(src, src_len, dst, dst_len)?;
+    let grouper = grouper(options)?;
+    let (layout, layers) = layout(layout_ptr)?;
+    let sc = Buf::new(scratch as *const corun_span, scratch_cap)?;
+    let o = Buf::new(out as *const corun_descriptor, out_cap)?;
+    let outs = [range(&sc), range(&o), point(cursor), point(written)];
+    for input in [range(&s), range(&d), range(&layers)] {
+        let [a, b, c, w] = outs;
+        disjoint(&[input, a, b, c, w])?;
+    }
+    let (cursor, written) = (ffi::out(cursor)?, ffi::out(written)?);
+    *written = corun_written::default();
+    let plan = plan(&grouper, ffi::read(s), ffi::read(d), ffi::write_as(sc))?;
+    let w = plan
+        .descriptors_into(&layout, (*cursor).into(), ffi::write_as(o))
+        .map_err(|e| desc_error(e, written))?;
+    written.items = w.descriptors;
+    match w.next {
+        Some(next) => *cursor = next.into(),
+        None => written.done = 1,
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gather<T: Index>(
+    src: *const T,
+    src_len: usize,
+    dst: *const T,
+    dst_len: usize,
+    options: *const corun_options,
+    layout_ptr: *const corun_layout,
+    max_sge: usize,
+    scratch: *mut corun_span,
+    scratch_cap: usize,
+    cursor: *mut corun_cursor,
+    requests: *mut corun_work_request,
+    requests_cap: usize,
+    sges: *mut corun_sge,
+    sges_cap: usize,
+    written: *mut corun_written,
+) -> Status {
+    let (s, d) = inputs(src, src_len, dst, dst_len)?;
+    let grouper = grouper(options)?;
+    let (layout, layers) = layout(layout_ptr)?;
+    let sc = Buf::new(scratch as *const corun_span, scratch_cap)?;
+    let r = Buf::new(requests as *const corun_work_request, requests_cap)?;
+    let g = Buf::new(sges as *const corun_sge, sges_cap)?;
+    let outs = [range(&sc), range(&r), range(&g), point(cursor), point(written)];
+    for input in [range(&s), range(&d), range(&layers)] {
+        let [a, b, c, e, w] = outs;
+        disjoint(&[input, a, b, c, e, w])?;
+    }
+    let (cursor, written) = (ffi::out(cursor)?, ffi::out(written)?);
+    *written = corun_written::default();
+    let plan = plan(&grouper, ffi::read(s), ffi::read(d), ffi::write_as(sc))?;
+    let w = plan
+        .gather_into(&layout, max_sge, (*cursor).into(), ffi::write_as(r), ffi::write_as(g))
+        .map_err(|e| desc_error(e, written))?;
+    (written.items, written.sges) = (w.requests, w.sges);
+    match w.next {
+        Some(next) => *cursor = next.into(),
+        None => written.done = 1,
+    }
+    Ok(())
+}
+
+/// A static, NUL-terminated description of a status code (never NULL; any int is
+/// accepted, unknown codes are described as such).
+#[unsafe(no_mangle)]
+pub extern "C" fn corun_strerror(status: i32) -> *const c_char {
+    const ALL: [corun_status; 13] = [
+        CORUN_OK,
+        CORUN_ERR_NULL,
+        CORUN_ERR_MISALIGNED,
+        CORUN_ERR_OVERLAP,
+        CORUN_ERR_LENGTH_MISMATCH,
+        CORUN_ERR_TOO_LONG,
+        CORUN_ERR_SCRATCH_TOO_SMALL,
+        CORUN_ERR_ZERO_ITEM_LEN,
+        CORUN_ERR_CAP_BELOW_ITEM,
+        CORUN_ERR_ZERO_MAX_SGE,
+        CORUN_ERR_NEGATIVE_INDEX,
+        CORUN_ERR_OVERFLOW,
+        CORUN_ERR_INVALID_ARGUMENT,
+    ];
+    let known = ALL.iter().find(|s| **s as i32 == status);
+    let s: &'static core::ffi::CStr = match known {
+        Some(CORUN_OK) => c"success",
+        Some(CORUN_ERR_NULL) => c"a pointer is NULL although its length is not 0",
+        Some(CORUN_ERR_MISALIGNED) => c"a pointer is not aligned for its type",
+        Some(CORUN_ERR_OVERLAP) => c"two buffers overlap",
+        Some(CORUN_ERR_LENGTH_MISMATCH) => c"src and dst have different lengths",
+        Some(CORUN_ERR_TOO_LONG) => c"a buffer length is too large for the address space",
+        Some(CORUN_ERR_SCRATCH_TOO_SMALL) => c"the span scratch buffer cannot hold every run",
+        Some(CORUN_ERR_ZERO_ITEM_LEN) => c"a layer has an item length of 0",
+        Some(CORUN_ERR_CAP_BELOW_ITEM) => c"max_bytes is smaller than one item of a layer",
+        Some(CORUN_ERR_ZERO_MAX_SGE) => c"max_sge must be at least 1",
+        Some(CORUN_ERR_NEGATIVE_INDEX) => c"a negative index where an address is computed",
+        Some(CORUN_ERR_OVERFLOW) => c"an address or length would pass 2^64",
+        Some(CORUN_ERR_INVALID_ARGUMENT) => c"an option is out of range",
+        None => c"unknown corun status code",
+    };
+    s.as_ptr()
+}
+
+/// The exported functions of one index type.
+macro_rules! typed {
+    ($t:ty, $c:literal, $count:ident, $group:ident, $desc:ident, $gather:ident) => {
+        #[doc = concat!("Counts the runs of `src`/`dst` (`", $c, "` indices) into `*count`.")]
+        ///
+        /// `options` may be NULL (maximal runs of +1 steps).
+        ///
+        /// # Safety
+        ///
+        /// Each non-NULL pointer points to as many readable elements as its length says
+        /// (`count`: one writable `size_t`), and nothing writes them during the call.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $count(
+            src: *const $t,
+            src_len: usize,
+            dst: *const $t,
+            dst_len: usize,
+            options: *const corun_options,
+            count: *mut usize,
+        ) -> corun_status {
+            status(count_runs(src, src_len, dst, dst_len, options, count))
+        }
+
+        #[doc = concat!("Writes the runs of `src`/`dst` (`", $c, "` indices) into `out`.")]
+        ///
+        /// Stops at a run boundary when `out` is full; `*progress` says how far it got:
+        /// call again with `src + consumed`, `dst + consumed`, `len - consumed`.
+        ///
+        /// # Safety
+        ///
+        /// As for the count function; `out` is writable for `out_cap` spans.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $group(
+            src: *const $t,
+            src_len: usize,
+            dst: *const $t,
+            dst_len: usize,
+            options: *const corun_options,
+            out: *mut corun_span,
+            out_cap: usize,
+            progress: *mut corun_progress,
+        ) -> corun_status {
+            status(group(src, src_len, dst, dst_len, options, out, out_cap, progress))
+        }
+
+        #[doc = concat!("Writes transfer descriptors of `src`/`dst` (`", $c, "` indices) for every layer of `layout`.")]
+        ///
+        /// The runs are found once per call into `scratch` (size it with the count
+        /// function). Continues from `*cursor` (zero-initialise it to start) and advances
+        /// it when `out` fills up; `written->done` is 1 when everything is out. On an
+        /// error, `written->items` descriptors are valid and nothing after them is
+        /// written.
+        ///
+        /// # Safety
+        ///
+        /// As for the count function; `layout->layers` holds `n_layers` layers; `scratch`,
+        /// `out`, `cursor` and `written` are writable for their lengths.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $desc(
+            src: *const $t,
+            src_len: usize,
+            dst: *const $t,
+            dst_len: usize,
+            options: *const corun_options,
+            layout: *const corun_layout,
+            scratch: *mut corun_span,
+            scratch_cap: usize,
+            cursor: *mut corun_cursor,
+            out: *mut corun_descriptor,
+            out_cap: usize,
+            written: *mut corun_written,
+        ) -> corun_status {
+            status(descriptors(
+                src, src_len, dst, dst_len, options, layout, scratch, scratch_cap, cursor, out,
+                out_cap, written,
+            ))
+        }
+
+        #[doc = concat!("Writes RDMA WRITE gather lists of `src`/`dst` (`", $c, "` indices) for every layer of `layout`.")]
+        ///
+        /// One work request per contiguous destination range, gathering at most `max_sge`
+        /// source segments; `first_sge` indexes this call's `sges`. Resumes like the
+        /// descriptor function; stops before a request that does not fit whole.
+        ///
+        /// # Safety
+        ///
+        /// As for the descriptor function; `requests` and `sges` are writable for their
+        /// lengths.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $gather(
+            src: *const $t,
+            src_len: usize,
+            dst: *const $t,
+            dst_len: usize,
+            options: *const corun_options,
+            layout: *const corun_layout,
+            max_sge: usize,
+            scratch: *mut corun_span,
+            scratch_cap: usize,
+            cursor: *mut corun_cursor,
+            requests: *mut corun_work_request,
+            requests_cap: usize,
+            sges: *mut corun_sge,
+            sges_cap: usize,
+            written: *mut corun_written,
+        ) -> corun_status {
+            status(gather(
+                src, src_len, dst, dst_len, options, layout, max_sge, scratch, scratch_cap,
+                cursor, requests, requests_cap, sges, sges_cap, written,
+            ))
+        }
+    };
+}
+
+typed!(u32, "uint32_t", corun_count_runs_u32, corun_group_u32, corun_descriptors_u32, corun_gather_u32);
+typed!(u64, "uint64_t", corun_count_runs_u64, corun_group_u64, corun_descriptors_u64, corun_gather_u64);
+typed!(i32, "int32_t", corun_count_runs_i32, corun_group_i32, corun_descriptors_i32, corun_gather_i32);
+typed!(i64, "int64_t", corun_count_runs_i64, corun_group_i64, corun_descriptors_i64, corun_gather_i64);

@@ -1,0 +1,199 @@
+//! The C-visible types: plain `#[repr(C)]` structs and the status codes.
+
+use corun::desc;
+
+/// What a call returns. `CORUN_OK` is 0; every other value is an error that
+/// `corun_strerror` describes. A full output buffer is not an error: see `corun_progress`
+/// and `corun_written`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum corun_status {
+    /// Success.
+    CORUN_OK = 0,
+    /// A pointer is NULL although its length is not 0, or a required out-pointer is NULL.
+    CORUN_ERR_NULL = 1,
+    /// A pointer is not aligned for its type.
+    CORUN_ERR_MISALIGNED = 2,
+    /// Two buffers overlap (an output with an input, or two outputs).
+    CORUN_ERR_OVERLAP = 3,
+    /// `src_len != dst_len`.
+    CORUN_ERR_LENGTH_MISMATCH = 4,
+    /// A length is too large for the address space (`len * sizeof(T) > PTRDIFF_MAX`).
+    CORUN_ERR_TOO_LONG = 5,
+    /// The span scratch buffer cannot hold every run (size it with `corun_count_runs_*`).
+    CORUN_ERR_SCRATCH_TOO_SMALL = 6,
+    /// A layer has `item_len == 0` (`corun_written.error_layer` names it).
+    CORUN_ERR_ZERO_ITEM_LEN = 7,
+    /// `max_bytes` is smaller than one item of a layer (`error_layer` names it).
+    CORUN_ERR_CAP_BELOW_ITEM = 8,
+    /// `max_sge == 0`.
+    CORUN_ERR_ZERO_MAX_SGE = 9,
+    /// A signed index is negative where an address is computed (`error_layer` and
+    /// `error_position` say where; the outputs before it are valid).
+    CORUN_ERR_NEGATIVE_INDEX = 10,
+    /// An address, length or transfer end would pass 2^64 (`error_layer` and
+    /// `error_position` say where; the outputs before it are valid).
+    CORUN_ERR_OVERFLOW = 11,
+    /// An option is out of range (`order` not a `corun_order` value).
+    CORUN_ERR_INVALID_ARGUMENT = 12,
+}
+
+/// One run: positions `start .. start + len` of the input arrays.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct corun_span {
+    /// First position.
+    pub start: usize,
+    /// Number of positions (at least 1).
+    pub len: usize,
+}
+
+/// How far a grouping call got: continue with `src + consumed`, `dst + consumed`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct corun_progress {
+    /// Input positions covered by the spans written; equal to the length when done.
+    pub consumed: usize,
+    /// Spans written.
+    pub spans: usize,
+}
+
+/// Grouping options. `CORUN_OPTIONS_DEFAULT` (or a NULL pointer) means maximal runs of
+/// +1 steps.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct corun_options {
+    /// Longest run to report (longer runs come out in pieces); 0 = no cap.
+    pub max_len: usize,
+    /// Index step on the source side (1 for packed pages).
+    pub src_step: u64,
+    /// Index step on the destination side.
+    pub dst_step: u64,
+}
+
+/// One layer buffer on both sides: page `i` is `item_len` bytes at `src_base + i *
+/// src_stride` and `dst_base + i * dst_stride`. For packed pages both strides equal
+/// `item_len`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct corun_layer {
+    /// Source address of page 0.
+    pub src_base: u64,
+    /// Destination address of page 0.
+    pub dst_base: u64,
+    /// Bytes per page; not 0.
+    pub item_len: u64,
+    /// Bytes from one source page to the next.
+    pub src_stride: u64,
+    /// Bytes from one destination page to the next.
+    pub dst_stride: u64,
+}
+
+/// Output order of descriptors over many layers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum corun_order {
+    /// All of layer 0, then layer 1, ...
+    CORUN_LAYER_MAJOR = 0,
+    /// Each run in every layer, then the next run.
+    CORUN_RUN_MAJOR = 1,
+}
+
+/// The layer buffers of a batch, the order, and the byte cap of one transfer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct corun_layout {
+    /// `n_layers` layers.
+    pub layers: *const corun_layer,
+    /// Number of layers.
+    pub n_layers: usize,
+    /// Most bytes per descriptor or work request (whole pages); 0 = no cap.
+    pub max_bytes: u64,
+    /// A `corun_order` value.
+    pub order: u32,
+}
+
+/// One transfer: `len` bytes from `src_addr` to `dst_addr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct corun_descriptor {
+    /// Source address.
+    pub src_addr: u64,
+    /// Destination address.
+    pub dst_addr: u64,
+    /// Bytes.
+    pub len: u64,
+}
+
+/// One gather segment (an `ibv_sge` without the key).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct corun_sge {
+    /// Source address.
+    pub addr: u64,
+    /// Bytes.
+    pub len: u64,
+}
+
+/// One RDMA WRITE: `len` bytes to `dst_addr`, gathered from `sge_count` segments starting
+/// at index `first_sge` of the same call's segment buffer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct corun_work_request {
+    /// Destination (remote) address.
+    pub dst_addr: u64,
+    /// Bytes in all.
+    pub len: u64,
+    /// Index of the first segment in this call's segment buffer.
+    pub first_sge: usize,
+    /// Number of segments.
+    pub sge_count: usize,
+}
+
+/// Where a descriptor or gather writer continues. Zero-initialise it to start; each call
+/// advances it. Only meaningful with the same inputs and options.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct corun_cursor {
+    /// Layer of the next output.
+    pub layer: usize,
+    /// Run (span index) of the next output.
+    pub span: usize,
+    /// Pages of that run already written for that layer.
+    pub offset: usize,
+}
+
+/// What a descriptor or gather call wrote.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct corun_written {
+    /// Descriptors or work requests written, all valid (also on error).
+    pub items: usize,
+    /// Gather segments written (gather calls only).
+    pub sges: usize,
+    /// 1 when everything is out; 0 when a buffer filled up (call again with the cursor).
+    pub done: u32,
+    /// On `CORUN_ERR_ZERO_ITEM_LEN`, `CAP_BELOW_ITEM`, `NEGATIVE_INDEX`, `OVERFLOW`: the
+    /// layer.
+    pub error_layer: usize,
+    /// On `CORUN_ERR_NEGATIVE_INDEX` and `CORUN_ERR_OVERFLOW`: the input position.
+    pub error_position: usize,
+}
+
+impl From<desc::Cursor> for corun_cursor {
+    fn from(c: desc::Cursor) -> Self {
+        corun_cursor { layer: c.layer, span: c.span, offset: c.offset }
+    }
+}
+
+impl From<corun_cursor> for desc::Cursor {
+    fn from(c: corun_cursor) -> Self {
+        desc::Cursor { layer: c.layer, span: c.span, offset: c.offset }
+    }
+}
+
+impl From<corun_layer> for desc::Layer {
+    fn from(l: corun_layer) -> Self {
+        desc::Layer::new(l.src_base, l.dst_base, l.item_len).strides(l.src_stride, l.dst_stride)
+    }
+}
