@@ -6,9 +6,9 @@ use core::num::{NonZeroU64, NonZeroUsize};
 use corun::desc::{self, Layout, Order, Plan};
 use corun::{Grouper, Index};
 
-use crate::ffi::{self, Buf, disjoint, range};
-use crate::types::*;
-use corun_status::*;
+use super::ffi::{self, Buf, disjoint, range};
+use super::types::corun_status::*;
+use super::types::*;
 
 type Status = Result<(), corun_status>;
 
@@ -27,7 +27,12 @@ fn grouper(options: *const corun_options) -> Result<Grouper, corun_status> {
     Ok(NonZeroUsize::new(o.max_len).map_or(g, |m| g.max_len(m)))
 }
 
-fn inputs<T>(src: *const T, src_len: usize, dst: *const T, dst_len: usize) -> Result<(Buf<T>, Buf<T>), corun_status> {
+fn inputs<T>(
+    src: *const T,
+    src_len: usize,
+    dst: *const T,
+    dst_len: usize,
+) -> Result<(Buf<T>, Buf<T>), corun_status> {
     let (s, d) = (Buf::new(src, src_len)?, Buf::new(dst, dst_len)?);
     if src_len != dst_len {
         return Err(CORUN_ERR_LENGTH_MISMATCH);
@@ -48,7 +53,8 @@ fn count_runs<T: Index>(
     disjoint(&[range(&s), point(count)])?;
     disjoint(&[range(&d), point(count)])?;
     let count = ffi::out(count)?;
-    *count = grouper.count_runs(ffi::read(s), ffi::read(d)).map_err(|_| CORUN_ERR_LENGTH_MISMATCH)?;
+    *count =
+        grouper.count_runs(ffi::read(s), ffi::read(d)).map_err(|_| CORUN_ERR_LENGTH_MISMATCH)?;
     Ok(())
 }
 
@@ -256,7 +262,7 @@ pub extern "C" fn corun_strerror(status: i32) -> *const c_char {
 /// The exported functions of one index type.
 macro_rules! typed {
     ($t:ty, $c:literal, $count:ident, $group:ident, $desc:ident, $gather:ident) => {
-        #[doc = concat!("Counts the runs of `src`/`dst` (`", $c, "` indices) into `*count`.")]
+        #[doc = concat!(" Counts the runs of `src`/`dst` (`", $c, "` indices) into `*count`.")]
         ///
         /// `options` may be NULL (maximal runs of +1 steps).
         ///
@@ -276,7 +282,7 @@ macro_rules! typed {
             status(count_runs(src, src_len, dst, dst_len, options, count))
         }
 
-        #[doc = concat!("Writes the runs of `src`/`dst` (`", $c, "` indices) into `out`.")]
+        #[doc = concat!(" Writes the runs of `src`/`dst` (`", $c, "` indices) into `out`.")]
         ///
         /// Stops at a run boundary when `out` is full; `*progress` says how far it got:
         /// call again with `src + consumed`, `dst + consumed`, `len - consumed`.
@@ -298,7 +304,7 @@ macro_rules! typed {
             status(group(src, src_len, dst, dst_len, options, out, out_cap, progress))
         }
 
-        #[doc = concat!("Writes transfer descriptors of `src`/`dst` (`", $c, "` indices) for every layer of `layout`.")]
+        #[doc = concat!(" Writes transfer descriptors of `src`/`dst` (`", $c, "` indices) for every layer of `layout`.")]
         ///
         /// The runs are found once per call into `scratch` (size it with the count
         /// function). Continues from `*cursor` (zero-initialise it to start) and advances
@@ -331,7 +337,7 @@ macro_rules! typed {
             ))
         }
 
-        #[doc = concat!("Writes RDMA WRITE gather lists of `src`/`dst` (`", $c, "` indices) for every layer of `layout`.")]
+        #[doc = concat!(" Writes RDMA WRITE gather lists of `src`/`dst` (`", $c, "` indices) for every layer of `layout`.")]
         ///
         /// One work request per contiguous destination range, gathering at most `max_sge`
         /// source segments; `first_sge` indexes this call's `sges`. Resumes like the
@@ -367,7 +373,35 @@ macro_rules! typed {
     };
 }
 
-typed!(u32, "uint32_t", corun_count_runs_u32, corun_group_u32, corun_descriptors_u32, corun_gather_u32);
-typed!(u64, "uint64_t", corun_count_runs_u64, corun_group_u64, corun_descriptors_u64, corun_gather_u64);
-typed!(i32, "int32_t", corun_count_runs_i32, corun_group_i32, corun_descriptors_i32, corun_gather_i32);
-typed!(i64, "int64_t", corun_count_runs_i64, corun_group_i64, corun_descriptors_i64, corun_gather_i64);
+typed!(
+    u32,
+    "uint32_t",
+    corun_count_runs_u32,
+    corun_group_u32,
+    corun_descriptors_u32,
+    corun_gather_u32
+);
+typed!(
+    u64,
+    "uint64_t",
+    corun_count_runs_u64,
+    corun_group_u64,
+    corun_descriptors_u64,
+    corun_gather_u64
+);
+typed!(
+    i32,
+    "int32_t",
+    corun_count_runs_i32,
+    corun_group_i32,
+    corun_descriptors_i32,
+    corun_gather_i32
+);
+typed!(
+    i64,
+    "int64_t",
+    corun_count_runs_i64,
+    corun_group_i64,
+    corun_descriptors_i64,
+    corun_gather_i64
+);

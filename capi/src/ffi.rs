@@ -6,7 +6,7 @@ use core::mem::{align_of, offset_of, size_of};
 use corun::Span;
 use corun::desc::{Descriptor, Layer, Sge, WorkRequest};
 
-use crate::types::{
+use super::types::{
     corun_descriptor, corun_layer, corun_sge, corun_span, corun_status, corun_work_request,
 };
 
@@ -84,14 +84,6 @@ pub fn read<'a, T>(b: Buf<T>) -> &'a [T] {
     unsafe { core::slice::from_raw_parts(b.ptr, b.len) }
 }
 
-/// An output slice. Call only after [`disjoint`] has cleared every buffer of the call.
-pub fn write<'a, T>(b: Buf<T>) -> &'a mut [T] {
-    // SAFETY: as `read`, and the header's contract is that an output buffer is writable
-    // for `len` elements; `disjoint` has checked that it overlaps no other buffer of this
-    // call, so this is the only reference to that memory while it lives.
-    unsafe { core::slice::from_raw_parts_mut(b.ptr as *mut T, b.len) }
-}
-
 /// A C struct buffer read as its corun type.
 pub fn read_as<'a, C, R>(b: Buf<C>) -> &'a [R] {
     // SAFETY: `same_layout!` above asserts at compile time that every `C`/`R` pair used
@@ -100,9 +92,12 @@ pub fn read_as<'a, C, R>(b: Buf<C>) -> &'a [R] {
     unsafe { core::slice::from_raw_parts(b.ptr as *const R, b.len) }
 }
 
-/// A C struct output buffer written as its corun type (after [`disjoint`]).
+/// A C struct output buffer written as its corun type. Call only after [`disjoint`] has
+/// cleared every buffer of the call.
 pub fn write_as<'a, C, R>(b: Buf<C>) -> &'a mut [R] {
-    // SAFETY: as `read_as` and `write`.
+    // SAFETY: as `read_as`; the header's contract is that an output buffer is writable
+    // for `len` elements, and `disjoint` has checked that it overlaps no other buffer of
+    // this call, so this is the only reference to that memory while it lives.
     unsafe { core::slice::from_raw_parts_mut(b.ptr as *mut R, b.len) }
 }
 

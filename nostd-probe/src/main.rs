@@ -13,6 +13,13 @@ use core::num::NonZeroUsize;
 
 use corun::{Grouper, Index, Progress, Span, scalar};
 
+/// The C ABI's source, compiled into this program (as a dependency, its staticlib would
+/// need a panic handler of its own): its checks and wrappers must leave no panic path
+/// either.
+#[path = "../../capi/src/lib.rs"]
+#[allow(unused_attributes, dead_code)]
+mod corun_c;
+
 unsafe extern "C" {
     /// Defined nowhere: referencing it fails the link.
     fn corun_panic_path_is_reachable() -> !;
@@ -50,6 +57,7 @@ fn run() -> i32 {
         .and_then(|()| all::<i32>(&mut ok))
         .and_then(|()| all::<u64>(&mut ok))
         .and_then(|()| all::<i64>(&mut ok))
+        .and_then(|()| c_abi(&mut ok))
     {
         Ok(()) => 0,
         Err(n) => n,
@@ -148,7 +156,8 @@ fn descriptors<T: Index>(
     let mut spans = [Span::default(); 8];
     let Ok(plan) = Plan::new(&Grouper::new(), src, dst, &mut spans) else { return ok(false) };
     let layers = black_box([Layer::new(0, 1 << 40, 4096), Layer::new(1 << 30, 1 << 41, 4096)]);
-    let cap = core::num::NonZeroU64::new(black_box(64 * 4096)).unwrap_or(core::num::NonZeroU64::MIN);
+    let cap =
+        core::num::NonZeroU64::new(black_box(64 * 4096)).unwrap_or(core::num::NonZeroU64::MIN);
     let layout = Layout::new(&layers).max_bytes(cap);
     // Runs of 1, 70, 1, 128 pages, cut at 64: 1 + 2 + 1 + 2 pieces per layer.
     ok(plan.count_descriptors(&layout) == Ok(12))?;
@@ -174,7 +183,8 @@ fn descriptors<T: Index>(
     let (mut reqs, mut sges) = ([WorkRequest::default(); 4], [Sge::default(); 8]);
     let r = plan.gather_into(&layout, black_box(4), start, &mut reqs, &mut sges);
     ok(r.is_ok() != fails)?;
-    let (mut reqs, mut sges) = (heapless::Vec::<WorkRequest, 2>::new(), heapless::Vec::<Sge, 4>::new());
+    let (mut reqs, mut sges) =
+        (heapless::Vec::<WorkRequest, 2>::new(), heapless::Vec::<Sge, 4>::new());
     let r = plan.gather_into_heapless(&layout, black_box(4), start, &mut reqs, &mut sges);
     ok(r.is_ok() != fails)
 }
@@ -183,4 +193,98 @@ fn descriptors<T: Index>(
 fn buf(out: &mut [Span], n: usize) -> &mut [Span] {
     let n = black_box(n).min(out.len());
     out.get_mut(..n).unwrap_or_default()
+}
+
+/// The C ABI, called as C would, with lengths and pointers hidden from the optimiser:
+/// its checks and wrappers must leave no panic path either.
+fn c_abi(ok: &mut impl FnMut(bool) -> Result<(), i32>) -> Result<(), i32> {
+    use corun_c::*;
+    let (src, dst) = input::<u32>();
+    let (src, dst) = (black_box(&src), black_box(&dst));
+    let len = black_box(200usize);
+    let mut count = 0usize;
+    let mut spans = [corun_span::default(); 8];
+    let mut progress = corun_progress::default();
+    let layers = black_box([corun_layer {
+        src_base: 0,
+        dst_base: 1 << 40,
+        item_len: 4096,
+        src_stride: 4096,
+        dst_stride: 4096,
+    }]);
+    let layout =
+        corun_layout { layers: layers.as_ptr(), n_layers: 1, max_bytes: 0, order: black_box(0) };
+    let mut cursor = corun_cursor::default();
+    let mut written = corun_written::default();
+    let mut out = [corun_descriptor::default(); 8];
+    let (mut reqs, mut sges) = ([corun_work_request::default(); 4], [corun_sge::default(); 8]);
+    // SAFETY: every pointer covers the length passed with it, and nothing else uses them.
+    unsafe {
+        ok(corun_count_runs_u32(
+            src.as_ptr(),
+            len,
+            dst.as_ptr(),
+            len,
+            core::ptr::null(),
+            &mut count,
+        ) == corun_status::CORUN_OK
+            && count == 4)?;
+        let st = corun_group_u32(
+            src.as_ptr(),
+            len,
+            dst.as_ptr(),
+            len,
+            core::ptr::null(),
+            spans.as_mut_ptr(),
+            8,
+            &mut progress,
+        );
+        ok(st == corun_status::CORUN_OK && progress.spans == 4)?;
+        let st = corun_descriptors_u32(
+            src.as_ptr(),
+            len,
+            dst.as_ptr(),
+            len,
+            core::ptr::null(),
+            &layout,
+            spans.as_mut_ptr(),
+            8,
+            &mut cursor,
+            out.as_mut_ptr(),
+            8,
+            &mut written,
+        );
+        ok(st == corun_status::CORUN_OK && written.items == 4)?;
+        cursor = corun_cursor::default();
+        let st = corun_gather_u32(
+            src.as_ptr(),
+            len,
+            dst.as_ptr(),
+            len,
+            core::ptr::null(),
+            &layout,
+            4,
+            spans.as_mut_ptr(),
+            8,
+            &mut cursor,
+            reqs.as_mut_ptr(),
+            4,
+            sges.as_mut_ptr(),
+            8,
+            &mut written,
+        );
+        ok(st == corun_status::CORUN_OK)?;
+        let st = corun_group_u32(
+            src.as_ptr(),
+            len,
+            dst.as_ptr(),
+            black_box(199),
+            core::ptr::null(),
+            spans.as_mut_ptr(),
+            8,
+            &mut progress,
+        );
+        ok(st == corun_status::CORUN_ERR_LENGTH_MISMATCH)?;
+        ok(!corun_strerror(black_box(3)).is_null())
+    }
 }

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the C library, checks the committed header against cbindgen's output, and runs
+# the C tests (gcc -std=c99 -Wall -Wextra -Werror -pedantic, AddressSanitizer and
+# UndefinedBehaviorSanitizer) against the static library; builds the RDMA example
+# against libibverbs. Run from anywhere; `.ci/run` calls it.
+set -euo pipefail
+cd "$(dirname "$0")"
+root=..
+target=${CARGO_TARGET_DIR:-$root/target}
+
+echo "== header: regenerate with cbindgen and compare"
+RUSTUP_TOOLCHAIN=nightly CARGO_TARGET_DIR="$target/cbindgen" \
+  cbindgen --config cbindgen.toml --output "$target/corun.h.generated" 2>/dev/null
+diff -u include/corun.h "$target/corun.h.generated" || {
+  echo "include/corun.h is stale: run cbindgen (see cbindgen.toml) and commit it" >&2
+  exit 1
+}
+
+echo "== library: static and shared, release"
+cargo build -p corun-capi --release
+lib="$target/release/libcorun.a"
+libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
+
+cflags=(-std=c99 -Wall -Wextra -Werror -pedantic -g -O1 -Iinclude
+  -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+out="$target/capi-tests"
+mkdir -p "$out"
+
+echo "== header alone: C99 and C++ compile clean"
+printf '#include "corun.h"\nint main(void) { corun_options o = CORUN_OPTIONS_DEFAULT; return (int)o.max_len; }\n' \
+  > "$out/header_only.c"
+gcc -std=c99 -Wall -Wextra -Werror -pedantic -Iinclude -c "$out/header_only.c" -o "$out/header_only.o"
+printf '#include "corun.h"\nint main() { return 0; }\n' > "$out/header_only.cpp"
+if command -v g++ >/dev/null; then
+  g++ -std=c++11 -Wall -Wextra -Werror -Iinclude -c "$out/header_only.cpp" -o "$out/header_cpp.o"
+fi
+
+echo "== C tests (ASan + UBSan)"
+gcc "${cflags[@]}" tests/test_corun.c "$lib" $libs -o "$out/test_corun"
+"$out/test_corun"
+gcc "${cflags[@]}" tests/test_post_writes.c "$lib" $libs -o "$out/test_post_writes"
+"$out/test_post_writes"
+
+echo "== example: RDMA WRITE chains against libibverbs (built and linked; no device here)"
+gcc -std=c99 -Wall -Wextra -Werror -pedantic -O2 -Iinclude examples/post_writes.c "$lib" \
+  -libverbs $libs -o "$out/post_writes"
+echo "built $out/post_writes"
