@@ -3,7 +3,7 @@
 use super::layout::{Fault, Geo};
 #[cfg(feature = "heapless")]
 use super::sink::Tail;
-use super::sink::{Sink, Slots};
+use super::sink::{Columns, Sink, Slots};
 use super::{Error, Layout, Order};
 use crate::{Grouper, Index, Span};
 
@@ -179,9 +179,12 @@ impl<'a, T: Index> Plan<'a, T> {
         for layer in 0..layout.layers().len() {
             let Some(geo) = layout.geo(layer, self.steps) else { break };
             let per = geo.per_descriptor();
-            for span in self.spans {
-                total = total.saturating_add(span.len.div_ceil(per));
-            }
+            let count = if self.bounds.longest <= per {
+                self.spans.len() // one descriptor per run: no division per run
+            } else {
+                self.spans.iter().fold(0usize, |n, s| n.saturating_add(s.len.div_ceil(per)))
+            };
+            total = total.saturating_add(count);
         }
         Ok(total)
     }
@@ -204,6 +207,36 @@ impl<'a, T: Index> Plan<'a, T> {
         out: &mut [Descriptor],
     ) -> Result<Written, Error> {
         self.emit(layout, cursor, &mut Slots { out, len: 0 })
+    }
+
+    /// [`descriptors_into`](Self::descriptors_into) into three columns, one per field
+    /// (the shape of batch APIs such as Mooncake's `batch_transfer_sync(src_addrs,
+    /// dst_addrs, lengths)`). The capacity is the shortest column; `written.descriptors`
+    /// entries of each are written, nothing past them.
+    ///
+    /// ```
+    /// use corun::Grouper;
+    /// use corun::desc::{Cursor, Layer, Layout, Plan};
+    ///
+    /// let src = [5u32, 6, 9];
+    /// let layers = [Layer::new(0, 1 << 20, 64)];
+    /// let mut spans = [corun::Span::default(); 4];
+    /// let plan = Plan::new(&Grouper::new(), &src, &src, &mut spans)?;
+    /// let (mut s, mut d, mut n) = ([0u64; 4], [0u64; 4], [0u64; 4]);
+    /// let w = plan.descriptors_into_columns(&Layout::new(&layers), Cursor::default(), &mut s, &mut d, &mut n)?;
+    /// assert_eq!(w.descriptors, 2);
+    /// assert_eq!((&s[..2], &d[..2], &n[..2]), (&[320, 576][..], &[(1 << 20) + 320, (1 << 20) + 576][..], &[128, 64][..]));
+    /// # Ok::<(), corun::desc::Error>(())
+    /// ```
+    pub fn descriptors_into_columns(
+        &self,
+        layout: &Layout<'_>,
+        cursor: Cursor,
+        src_addrs: &mut [u64],
+        dst_addrs: &mut [u64],
+        lens: &mut [u64],
+    ) -> Result<Written, Error> {
+        self.emit(layout, cursor, &mut Columns { src_addrs, dst_addrs, lens, len: 0 })
     }
 
     /// Appends descriptors to `out` until it is full; the contract of

@@ -193,14 +193,43 @@ pub fn check_descriptors<T: crate::TestIndex>(
     assert_eq!(&out[..want.len()], &want[..], "descriptors_into");
     assert_eq!(out[want.len()], sentinel, "descriptors_into wrote past its descriptors");
 
-    // Resumed through small buffers, slices and heapless alternating.
+    // Three columns, one shot, with a spare slot each.
+    let mut cols =
+        [vec![7u64; want.len() + 1], vec![7u64; want.len() + 1], vec![7u64; want.len() + 2]];
+    let [sa, da, ln] = &mut cols;
+    let got = plan.descriptors_into_columns(layout, Cursor::default(), sa, da, ln);
+    match want_err {
+        None => assert_eq!(got, Ok(corun::desc::Written { descriptors: want.len(), next: None })),
+        Some(e) => assert_eq!(got, Err(e), "descriptors_into_columns error"),
+    }
+    let as_columns: Vec<Descriptor> = (0..want.len())
+        .map(|i| Descriptor { src_addr: sa[i], dst_addr: da[i], len: ln[i] })
+        .collect();
+    assert_eq!(as_columns, want, "descriptors_into_columns");
+    assert_eq!((sa[want.len()], da[want.len()], ln[want.len()]), (7, 7, 7), "columns written past");
+
+    // Resumed through small buffers: slices, heapless and columns in turn.
     let mut got = Vec::new();
     let mut cursor = Some(Cursor::default());
     let mut err = None;
     for (k, &cap) in caps.iter().cycle().enumerate() {
         let Some(c) = cursor else { break };
+        let cursor_now = c;
         assert!(k < want.len() + 2, "no progress");
-        let r = if k % 2 == 0 {
+        let r = if k % 3 == 2 {
+            let mut cols = [vec![0u64; cap], vec![0u64; cap + 1], vec![0u64; cap + 2]];
+            let [sa, da, ln] = &mut cols;
+            let r = plan.descriptors_into_columns(layout, cursor_now, sa, da, ln);
+            let n = match r {
+                Ok(w) => w.descriptors,
+                Err(Error::NegativeIndex { written, .. } | Error::Overflow { written, .. }) => {
+                    written
+                }
+                Err(_) => 0,
+            };
+            got.extend((0..n).map(|i| Descriptor { src_addr: sa[i], dst_addr: da[i], len: ln[i] }));
+            r
+        } else if k % 3 == 0 {
             let mut out = vec![sentinel; cap];
             let r = plan.descriptors_into(layout, c, &mut out);
             let n = match r {

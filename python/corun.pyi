@@ -1,0 +1,41 @@
+"""Concurrent contiguous runs in paired index arrays, and RDMA transfer descriptors."""
+
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+IndexArray = Union[npt.NDArray[np.integer], Sequence[int]]
+PerLayer = Union[npt.NDArray[np.integer], Sequence[int]]
+
+def group_concurrent_contiguous(
+    src_indices: IndexArray, dst_indices: IndexArray
+) -> Tuple[list[list[int]], list[list[int]]]:
+    """Groups positions where both sides advance by exactly 1 (a drop-in for SGLang's
+    helper): ``(src_groups, dst_groups)``. Either side empty: ``([], [])``; other unequal
+    lengths: ``ValueError``. Contiguity is exact (no int32 wrap); non-1-D input is a
+    ``ValueError``; float and object arrays are a ``TypeError``."""
+
+def runs(
+    src: IndexArray, dst: IndexArray, *, max_len: Optional[int] = None
+) -> Tuple[npt.NDArray[np.integer], npt.NDArray[np.integer], npt.NDArray[np.int64]]:
+    """``(src_starts, dst_starts, lengths)`` of every run (starts in the input's dtype,
+    lengths int64); ``max_len`` cuts longer runs into pieces. Unequal lengths:
+    ``ValueError``."""
+
+def transfer_descriptors(
+    src: IndexArray,
+    dst: IndexArray,
+    src_bases: PerLayer,
+    dst_bases: PerLayer,
+    item_lens: PerLayer,
+    *,
+    max_bytes: Optional[int] = None,
+) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """``(src_addrs, dst_addrs, lengths)`` for every layer buffer and run, layer-major:
+    ``src_bases[l] + src[start] * item_lens[l]``, likewise for dst, ``run_len *
+    item_lens[l]``; ``max_bytes`` cuts runs into pieces of whole items. Either side empty:
+    empty arrays. Negative indices, addresses past 2**64, zero item lengths, a cap below
+    one item, unequal lengths: ``ValueError``."""

@@ -1,0 +1,417 @@
+//! The `corun` Python module: a drop-in for SGLang's `group_concurrent_contiguous`, the
+//! array-native `runs`, and `transfer_descriptors` for many layers at once.
+//!
+//! Inputs are read in place when they are contiguous arrays of a supported dtype; the
+//! kernel runs with the GIL released (`Python::detach`) from 1,024 positions on.
+
+use std::borrow::Cow;
+use std::num::{NonZeroU64, NonZeroUsize};
+
+use ::corun::desc::{self, Layer, Layout};
+use ::corun::{Grouper, Index, Span};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+/// A 1-D integer array, read in place when it can be.
+enum Indices<'py> {
+    U32(PyReadonlyArray1<'py, u32>),
+    I32(PyReadonlyArray1<'py, i32>),
+    U64(PyReadonlyArray1<'py, u64>),
+    I64(PyReadonlyArray1<'py, i64>),
+}
+
+/// The elements, borrowed from the array when it is contiguous, copied otherwise.
+fn elems<'a, T: numpy::Element + Copy>(a: &'a PyReadonlyArray1<'_, T>) -> Cow<'a, [T]> {
+    match a.as_slice() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
+    }
+}
+
+impl<'py> Indices<'py> {
+    /// The numpy array.
+    fn array(&self) -> &Bound<'py, PyAny> {
+        match self {
+            Indices::U32(a) => a.as_any(),
+            Indices::I32(a) => a.as_any(),
+            Indices::U64(a) => a.as_any(),
+            Indices::I64(a) => a.as_any(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Indices::U32(a) => a.len(),
+            Indices::I32(a) => a.len(),
+            Indices::U64(a) => a.len(),
+            Indices::I64(a) => a.len(),
+        }
+    }
+}
+
+/// `obj` as a 1-D integer array: numpy arrays of int32/int64/uint32/uint64 are used in
+/// place; lists and other integer dtypes are converted (to int64, or uint32/uint64 for
+/// unsigned ones). Floats, objects and booleans are a `TypeError`, other than 1-D a
+/// `ValueError`.
+fn indices<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Indices<'py>> {
+    // The common case first: a 1-D array of a supported, native dtype (a type check).
+    if let Ok(a) = obj.cast::<PyArray1<i32>>() {
+        return Ok(Indices::I32(a.readonly()));
+    }
+    if let Ok(a) = obj.cast::<PyArray1<i64>>() {
+        return Ok(Indices::I64(a.readonly()));
+    }
+    if let Ok(a) = obj.cast::<PyArray1<u32>>() {
+        return Ok(Indices::U32(a.readonly()));
+    }
+    if let Ok(a) = obj.cast::<PyArray1<u64>>() {
+        return Ok(Indices::U64(a.readonly()));
+    }
+    let py = obj.py();
+    let np = py.import("numpy")?;
+    let arr = np.getattr("asarray")?.call1((obj,))?;
+    let ndim: usize = arr.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be a 1-D array of indices, got a {ndim}-D array"
+        )));
+    }
+    let dtype = arr.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    let size: usize = dtype.getattr("itemsize")?.extract()?;
+    let native: bool = dtype.getattr("isnative")?.extract()?;
+    let len: usize = arr.len()?;
+    let cast = |to: &str| arr.call_method1("astype", (to,));
+    let arr = match (kind.as_str(), size, native) {
+        ("i", 4 | 8, true) | ("u", 4 | 8, true) => arr,
+        ("i", _, _) => cast("int64")?,
+        ("u", 8, _) => cast("uint64")?,
+        ("u", _, _) => cast("uint32")?,
+        // An empty list becomes a float64 array: it is still no indices.
+        (_, _, _) if len == 0 => cast("int64")?,
+        _ => {
+            return Err(PyTypeError::new_err(format!(
+                "{name} must hold integer indices, got dtype {}",
+                dtype.str()?
+            )));
+        }
+    };
+    let dtype = arr.getattr("dtype")?;
+    let (kind, size): (String, usize) =
+        (dtype.getattr("kind")?.extract()?, dtype.getattr("itemsize")?.extract()?);
+    Ok(match (kind.as_str(), size) {
+        ("i", 4) => Indices::I32(arr.extract()?),
+        ("i", _) => Indices::I64(arr.extract()?),
+        ("u", 4) => Indices::U32(arr.extract()?),
+        _ => Indices::U64(arr.extract()?),
+    })
+}
+
+/// Positions from which the kernel runs with the GIL released: below this, releasing and
+/// re-acquiring it costs more than the whole call.
+const DETACH_FROM: usize = 1024;
+
+/// `f()`, with the GIL released when the input is large enough to be worth it.
+fn kernel<T: Send>(py: Python<'_>, len: usize, f: impl FnOnce() -> T + Send) -> T {
+    if len >= DETACH_FROM { py.detach(f) } else { f() }
+}
+
+/// Runs `$body` with `$s`, `$d` the slices of two index arrays of one type (the other
+/// array converted to the first one's type when they differ).
+macro_rules! with_slices {
+    ($py:expr, $src:expr, $dst:expr, |$s:ident, $d:ident| $body:expr) => {{
+        let (src, dst) = same_type($py, $src, $dst)?;
+        match (&src, &dst) {
+            (Indices::U32(a), Indices::U32(b)) => {
+                let ($s, $d) = (elems(a), elems(b));
+                $body
+            }
+            (Indices::I32(a), Indices::I32(b)) => {
+                let ($s, $d) = (elems(a), elems(b));
+                $body
+            }
+            (Indices::U64(a), Indices::U64(b)) => {
+                let ($s, $d) = (elems(a), elems(b));
+                $body
+            }
+            (Indices::I64(a), Indices::I64(b)) => {
+                let ($s, $d) = (elems(a), elems(b));
+                $body
+            }
+            _ => unreachable!("same_type returns one type"),
+        }
+    }};
+}
+
+/// Both arrays in one index type: the first's, or int64 when they differ (uint64 with
+/// uint64 stays; mixed unsigned and signed 64-bit go to int64, as numpy would compare).
+fn same_type<'py>(
+    py: Python<'py>,
+    src: Indices<'py>,
+    dst: Indices<'py>,
+) -> PyResult<(Indices<'py>, Indices<'py>)> {
+    let tag = |i: &Indices| match i {
+        Indices::U32(_) => 0,
+        Indices::I32(_) => 1,
+        Indices::U64(_) => 2,
+        Indices::I64(_) => 3,
+    };
+    if tag(&src) == tag(&dst) {
+        return Ok((src, dst));
+    }
+    let np = py.import("numpy")?;
+    let widen = |i: Indices<'py>| -> PyResult<Indices<'py>> {
+        let obj = match i {
+            Indices::U32(a) => a.as_any().clone(),
+            Indices::I32(a) => a.as_any().clone(),
+            Indices::U64(a) => a.as_any().clone(),
+            Indices::I64(a) => a.as_any().clone(),
+        };
+        let wide = np.getattr("asarray")?.call1((obj, "int64"))?;
+        Ok(Indices::I64(wide.extract()?))
+    };
+    Ok((widen(src)?, widen(dst)?))
+}
+
+fn mismatch(func: &str, src: usize, dst: usize) -> PyErr {
+    PyValueError::new_err(format!(
+        "{func} requires equal-length src/dst index arrays, got {src} and {dst}"
+    ))
+}
+
+/// Groups positions where both ``src_indices`` and ``dst_indices`` advance by exactly 1.
+///
+/// A drop-in for SGLang's ``group_concurrent_contiguous``: returns ``(src_groups,
+/// dst_groups)``, lists of lists of Python ints, one pair per run. Either side empty
+/// returns ``([], [])``; otherwise unequal lengths raise ``ValueError`` with the helper's
+/// message. Differences, where the helper is wrong or crashes: contiguity is exact
+/// integer arithmetic (``[2147483647, -2147483648]`` is two groups, not one as with
+/// ``np.diff`` in int32); lists and any integer dtype are accepted; input that is not
+/// 1-D raises ``ValueError`` (the helper groups along the last axis); float and object
+/// arrays raise ``TypeError``.
+#[pyfunction]
+#[pyo3(signature = (src_indices, dst_indices))]
+fn group_concurrent_contiguous<'py>(
+    py: Python<'py>,
+    src_indices: &Bound<'py, PyAny>,
+    dst_indices: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let src = indices(src_indices, "src_indices")?;
+    let dst = indices(dst_indices, "dst_indices")?;
+    let (sl, dl) = (src.len(), dst.len());
+    if sl == 0 || dl == 0 {
+        return PyTuple::new(py, [PyList::empty(py), PyList::empty(py)]);
+    }
+    if sl != dl {
+        return Err(mismatch("group_concurrent_contiguous", sl, dl));
+    }
+    let (src_list, dst_list) =
+        (src.array().call_method0("tolist")?, dst.array().call_method0("tolist")?);
+    let spans = with_slices!(py, src, dst, |s, d| {
+        let (s, d): (&[_], &[_]) = (&s, &d);
+        kernel(py, s.len(), || ::corun::group(s, d)).map_err(value_error)?
+    });
+    // numpy makes the Python ints in one C loop (`tolist`); each group is a slice of that
+    // list (a pointer copy), so no int is made twice and no Python code runs per group.
+    let groups = |all: Bound<'py, PyAny>| -> PyResult<Bound<'py, PyList>> {
+        let all = all.cast_into::<PyList>()?;
+        PyList::new(py, spans.iter().map(|span| all.get_slice(span.start, span.end())))
+    };
+    PyTuple::new(py, [groups(src_list)?, groups(dst_list)?])
+}
+
+/// The runs as arrays: ``(src_starts, dst_starts, lengths)``.
+///
+/// ``src_starts[k]`` and ``dst_starts[k]`` are the first indices of run ``k`` (in the
+/// input's dtype), ``lengths[k]`` its length (int64). No Python object per run. With
+/// ``max_len``, longer runs come out as consecutive pieces of at most that length.
+/// Unequal lengths (one empty side included) raise ``ValueError``.
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, max_len=None))]
+fn runs<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyAny>,
+    dst: &Bound<'py, PyAny>,
+    max_len: Option<i64>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let grouper = match max_len {
+        None => Grouper::new(),
+        Some(m) => match usize::try_from(m).ok().and_then(NonZeroUsize::new) {
+            Some(m) => Grouper::new().max_len(m),
+            None => {
+                return Err(PyValueError::new_err(format!("max_len must be positive, got {m}")));
+            }
+        },
+    };
+    let (s_idx, d_idx) = (indices(src, "src")?, indices(dst, "dst")?);
+    if s_idx.len() != d_idx.len() {
+        return Err(mismatch("runs", s_idx.len(), d_idx.len()));
+    }
+    with_slices!(py, s_idx, d_idx, |s, d| {
+        let (s, d): (&[_], &[_]) = (&s, &d);
+        let (ss, ds, lens) = kernel(py, s.len(), || starts(&grouper, s, d)).map_err(value_error)?;
+        let out: [Bound<'py, PyAny>; 3] = [
+            ss.into_pyarray(py).into_any(),
+            ds.into_pyarray(py).into_any(),
+            lens.into_pyarray(py).into_any(),
+        ];
+        PyTuple::new(py, out)
+    })
+}
+
+/// First indices and lengths of every run, in three vectors.
+#[allow(clippy::type_complexity)]
+fn starts<T: Index>(
+    grouper: &Grouper,
+    src: &[T],
+    dst: &[T],
+) -> Result<(Vec<T>, Vec<T>, Vec<i64>), ::corun::Error> {
+    let n = grouper.count_runs(src, dst)?;
+    let (mut ss, mut ds, mut lens) =
+        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for Span { start, len } in grouper.runs(src, dst)? {
+        ss.push(src[start]);
+        ds.push(dst[start]);
+        lens.push(len as i64);
+    }
+    Ok((ss, ds, lens))
+}
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// One `u64` per layer from a sequence or array of Python ints.
+fn per_layer(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u64>> {
+    if let Ok(v) = obj.extract::<Vec<u64>>() {
+        return Ok(v);
+    }
+    // Say which entry is wrong, and how.
+    let mut out = Vec::new();
+    for (i, item) in obj.try_iter()?.enumerate() {
+        let item = item?;
+        let v: i128 = item.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{name}[{i}] must be an int, got {}",
+                item.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        })?;
+        out.push(
+            u64::try_from(v).map_err(|_| {
+                PyValueError::new_err(format!("{name}[{i}] = {v} is not in 0..2**64"))
+            })?,
+        );
+    }
+    Ok(out)
+}
+
+/// Transfer descriptors for every layer buffer at once, layer-major:
+/// ``(src_addrs, dst_addrs, lengths)`` as uint64 arrays.
+///
+/// For layer ``l`` and run ``r`` (as ``group_concurrent_contiguous`` finds them):
+/// ``src_addrs = src_bases[l] + src[start] * item_lens[l]``, the same on the
+/// destination, ``lengths = run_len * item_lens[l]``, exactly what the per-layer loop of
+/// the Mooncake and NIXL backends computes, in one call. ``max_bytes`` caps one
+/// transfer: longer runs are cut into pieces of whole items. Either side empty returns
+/// empty arrays (as the helper's ``([], [])`` leads to); other unequal lengths, a
+/// negative index, an address past 2**64, a zero item length or a cap below one item
+/// raise ``ValueError``.
+#[pyfunction]
+#[pyo3(signature = (src, dst, src_bases, dst_bases, item_lens, *, max_bytes=None))]
+#[allow(clippy::too_many_arguments)]
+fn transfer_descriptors<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyAny>,
+    dst: &Bound<'py, PyAny>,
+    src_bases: &Bound<'py, PyAny>,
+    dst_bases: &Bound<'py, PyAny>,
+    item_lens: &Bound<'py, PyAny>,
+    max_bytes: Option<i128>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (sb, db, il) = (
+        per_layer(src_bases, "src_bases")?,
+        per_layer(dst_bases, "dst_bases")?,
+        per_layer(item_lens, "item_lens")?,
+    );
+    if sb.len() != db.len() || sb.len() != il.len() {
+        return Err(PyValueError::new_err(format!(
+            "src_bases, dst_bases and item_lens must have one entry per layer, got {}, {} and {}",
+            sb.len(),
+            db.len(),
+            il.len()
+        )));
+    }
+    let layers: Vec<Layer> = (0..sb.len()).map(|l| Layer::new(sb[l], db[l], il[l])).collect();
+    let mut layout = Layout::new(&layers);
+    if let Some(m) = max_bytes {
+        match u64::try_from(m).ok().and_then(NonZeroU64::new) {
+            Some(m) => layout = layout.max_bytes(m),
+            None => {
+                return Err(PyValueError::new_err(format!(
+                    "max_bytes must be in 1..2**64, got {m}"
+                )));
+            }
+        }
+    }
+    let (s_idx, d_idx) = (indices(src, "src")?, indices(dst, "dst")?);
+    let empty = s_idx.len() == 0 || d_idx.len() == 0;
+    if !empty && s_idx.len() != d_idx.len() {
+        return Err(mismatch("transfer_descriptors", s_idx.len(), d_idx.len()));
+    }
+    let n = if empty {
+        0
+    } else {
+        with_slices!(py, s_idx, d_idx, |s, d| {
+            let (s, d): (&[_], &[_]) = (&s, &d);
+            let columns =
+                kernel(py, s.len(), || descriptors(s, d, &layout)).map_err(value_error)?;
+            return columns_to_arrays(py, columns);
+        })
+    };
+    columns_to_arrays(py, [vec![0u64; n], vec![0; n], vec![0; n]])
+}
+
+/// Three columns as a tuple of uint64 arrays (moved, not copied).
+fn columns_to_arrays<'py>(
+    py: Python<'py>,
+    columns: [Vec<u64>; 3],
+) -> PyResult<Bound<'py, PyTuple>> {
+    let [a, b, c] = columns;
+    let out: [Bound<'py, PyAny>; 3] = [
+        a.into_pyarray(py).into_any(),
+        b.into_pyarray(py).into_any(),
+        c.into_pyarray(py).into_any(),
+    ];
+    PyTuple::new(py, out)
+}
+
+/// Every descriptor of `src`/`dst` for `layout`, as columns: runs found once, counted,
+/// then written straight into the three arrays returned.
+fn descriptors<T: Index>(
+    src: &[T],
+    dst: &[T],
+    layout: &Layout<'_>,
+) -> Result<[Vec<u64>; 3], desc::Error> {
+    let grouper = Grouper::new();
+    let mut spans = vec![Span::default(); grouper.count_runs(src, dst)?];
+    let plan = desc::Plan::new(&grouper, src, dst, &mut spans)?;
+    let n = plan.count_descriptors(layout)?;
+    let mut columns = [vec![0u64; n], vec![0u64; n], vec![0u64; n]];
+    let [sa, da, ln] = &mut columns;
+    let w = plan.descriptors_into_columns(layout, desc::Cursor::default(), sa, da, ln)?;
+    debug_assert!(w.next.is_none() && w.descriptors == n);
+    Ok(columns)
+}
+
+/// Concurrent contiguous runs in paired index arrays (SIMD, Rust), and RDMA transfer
+/// descriptors for many layers at once.
+#[pymodule]
+fn corun(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(group_concurrent_contiguous, m)?)?;
+    m.add_function(wrap_pyfunction!(runs, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer_descriptors, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
