@@ -138,6 +138,56 @@ fn plan<'a, T: Index>(
     Ok(plan)
 }
 
+/// What the descriptor and gather calls share, checked: the runs found into `scratch`,
+/// the layout, and the cursor and result out-pointers.
+struct Prepared<'a, T: Index> {
+    plan: Plan<'a, T>,
+    layout: Layout<'a>,
+    cursor: &'a mut corun_cursor,
+    written: &'a mut corun_written,
+}
+
+/// Checks every pointer of a descriptor or gather call (`outs`: the call's own output
+/// buffers, an empty range for none) and finds the runs.
+#[allow(clippy::too_many_arguments)]
+fn prepare<'a, T: Index>(
+    src: *const T,
+    src_len: usize,
+    dst: *const T,
+    dst_len: usize,
+    options: *const corun_options,
+    layout_ptr: *const corun_layout,
+    scratch: *mut corun_span,
+    scratch_cap: usize,
+    cursor: *mut corun_cursor,
+    written: *mut corun_written,
+    outs: [(usize, usize); 2],
+) -> Result<Prepared<'a, T>, corun_status> {
+    let (s, d) = inputs(src, src_len, dst, dst_len)?;
+    let grouper = grouper(options)?;
+    let (layout, layers) = layout(layout_ptr)?;
+    let sc = Buf::new(scratch as *const corun_span, scratch_cap)?;
+    let [o1, o2] = outs;
+    for input in [range(&s), range(&d), range(&layers)] {
+        disjoint(&[input, range(&sc), point(cursor), point(written), o1, o2])?;
+    }
+    let (cursor, written) = (ffi::out(cursor)?, ffi::out(written)?);
+    *written = corun_written::default();
+    let plan = plan(&grouper, ffi::read(s), ffi::read(d), ffi::write_as(sc))?;
+    Ok(Prepared { plan, layout, cursor, written })
+}
+
+impl<T: Index> Prepared<'_, T> {
+    /// Records where the call stopped: the cursor to resume from, or done.
+    fn finish(self, next: Option<desc::Cursor>) -> Status {
+        match next {
+            Some(next) => *self.cursor = next.into(),
+            None => self.written.done = 1,
+        }
+        Ok(())
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn descriptors<T: Index>(
     src: *const T,
@@ -153,28 +203,26 @@ fn descriptors<T: Index>(
     out_cap: usize,
     written: *mut corun_written,
 ) -> Status {
-    let (s, d) = inputs(src, src_len, dst, dst_len)?;
-    let grouper = grouper(options)?;
-    let (layout, layers) = layout(layout_ptr)?;
-    let sc = Buf::new(scratch as *const corun_span, scratch_cap)?;
     let o = Buf::new(out as *const corun_descriptor, out_cap)?;
-    let outs = [range(&sc), range(&o), point(cursor), point(written)];
-    for input in [range(&s), range(&d), range(&layers)] {
-        let [a, b, c, w] = outs;
-        disjoint(&[input, a, b, c, w])?;
-    }
-    let (cursor, written) = (ffi::out(cursor)?, ffi::out(written)?);
-    *written = corun_written::default();
-    let plan = plan(&grouper, ffi::read(s), ffi::read(d), ffi::write_as(sc))?;
-    let w = plan
-        .descriptors_into(&layout, (*cursor).into(), ffi::write_as(o))
-        .map_err(|e| desc_error(e, written))?;
-    written.items = w.descriptors;
-    match w.next {
-        Some(next) => *cursor = next.into(),
-        None => written.done = 1,
-    }
-    Ok(())
+    let p = prepare(
+        src,
+        src_len,
+        dst,
+        dst_len,
+        options,
+        layout_ptr,
+        scratch,
+        scratch_cap,
+        cursor,
+        written,
+        [range(&o), (0, 0)],
+    )?;
+    let w = p
+        .plan
+        .descriptors_into(&p.layout, (*p.cursor).into(), ffi::write_as(o))
+        .map_err(|e| desc_error(e, p.written))?;
+    p.written.items = w.descriptors;
+    p.finish(w.next)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -195,29 +243,27 @@ fn gather<T: Index>(
     sges_cap: usize,
     written: *mut corun_written,
 ) -> Status {
-    let (s, d) = inputs(src, src_len, dst, dst_len)?;
-    let grouper = grouper(options)?;
-    let (layout, layers) = layout(layout_ptr)?;
-    let sc = Buf::new(scratch as *const corun_span, scratch_cap)?;
     let r = Buf::new(requests as *const corun_work_request, requests_cap)?;
     let g = Buf::new(sges as *const corun_sge, sges_cap)?;
-    let outs = [range(&sc), range(&r), range(&g), point(cursor), point(written)];
-    for input in [range(&s), range(&d), range(&layers)] {
-        let [a, b, c, e, w] = outs;
-        disjoint(&[input, a, b, c, e, w])?;
-    }
-    let (cursor, written) = (ffi::out(cursor)?, ffi::out(written)?);
-    *written = corun_written::default();
-    let plan = plan(&grouper, ffi::read(s), ffi::read(d), ffi::write_as(sc))?;
-    let w = plan
-        .gather_into(&layout, max_sge, (*cursor).into(), ffi::write_as(r), ffi::write_as(g))
-        .map_err(|e| desc_error(e, written))?;
-    (written.items, written.sges) = (w.requests, w.sges);
-    match w.next {
-        Some(next) => *cursor = next.into(),
-        None => written.done = 1,
-    }
-    Ok(())
+    let p = prepare(
+        src,
+        src_len,
+        dst,
+        dst_len,
+        options,
+        layout_ptr,
+        scratch,
+        scratch_cap,
+        cursor,
+        written,
+        [range(&r), range(&g)],
+    )?;
+    let w = p
+        .plan
+        .gather_into(&p.layout, max_sge, (*p.cursor).into(), ffi::write_as(r), ffi::write_as(g))
+        .map_err(|e| desc_error(e, p.written))?;
+    (p.written.items, p.written.sges) = (w.requests, w.sges);
+    p.finish(w.next)
 }
 
 /// A static, NUL-terminated description of a status code (never NULL; any int is

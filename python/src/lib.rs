@@ -215,11 +215,37 @@ fn group_concurrent_contiguous<'py>(
     });
     // numpy makes the Python ints in one C loop (`tolist`); each group is a slice of that
     // list (a pointer copy), so no int is made twice and no Python code runs per group.
+    // The cyclic GC is paused meanwhile: these lists of ints cannot form cycles, and
+    // otherwise every few hundred new groups a collection would walk both whole lists.
+    let _paused = GcPause::new(py)?;
     let groups = |all: Bound<'py, PyAny>| -> PyResult<Bound<'py, PyList>> {
         let all = all.cast_into::<PyList>()?;
         PyList::new(py, spans.iter().map(|span| all.get_slice(span.start, span.end())))
     };
     PyTuple::new(py, [groups(src_list)?, groups(dst_list)?])
+}
+
+/// Pauses Python's cyclic garbage collector until dropped (if it was running).
+struct GcPause<'py>(Option<Bound<'py, PyModule>>);
+
+impl<'py> GcPause<'py> {
+    fn new(py: Python<'py>) -> PyResult<Self> {
+        let gc = py.import("gc")?;
+        if gc.call_method0("isenabled")?.is_truthy()? {
+            gc.call_method0("disable")?;
+            return Ok(GcPause(Some(gc)));
+        }
+        Ok(GcPause(None))
+    }
+}
+
+impl Drop for GcPause<'_> {
+    fn drop(&mut self) {
+        if let Some(gc) = &self.0 {
+            // Cannot fail in practice; an error here must not mask the call's own result.
+            let _ = gc.call_method0("enable");
+        }
+    }
 }
 
 /// The runs as arrays: ``(src_starts, dst_starts, lengths)``.

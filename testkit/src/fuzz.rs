@@ -128,9 +128,10 @@ impl Steps {
     }
 }
 
-/// Target `descriptors`: every descriptor form against the reference, resumed too.
+/// Paired arrays (strided or not), a run cap, a layout and buffer capacities: the input
+/// of the `descriptors` and `gather` targets.
 #[derive(Debug, Arbitrary)]
-pub struct Descriptors {
+pub struct DescCase {
     pub pairs: Pairs,
     pub steps: Option<(u8, u8)>,
     pub max_len: Option<u16>,
@@ -138,32 +139,8 @@ pub struct Descriptors {
     pub caps: Vec<u8>,
 }
 
-impl Descriptors {
-    pub fn run(&self) {
-        for_type!(self.pairs.ty, |T| {
-            let steps = steps::<T>(self.steps);
-            let (src, dst) = self.pairs.build_steps::<T>(steps);
-            let grouper = grouper(self.max_len).steps(steps.0, steps.1);
-            let layers = self.layout.layers(steps);
-            let caps: Vec<usize> = self.caps.iter().map(|&c| 1 + usize::from(c % 8)).collect();
-            let caps = if caps.is_empty() { vec![2] } else { caps };
-            check_descriptors(&grouper, &src, &dst, &self.layout.layout(&layers), &caps);
-        });
-    }
-}
-
-/// Target `gather`: gather lists against the reference, resumed too.
-#[derive(Debug, Arbitrary)]
-pub struct Gather {
-    pub pairs: Pairs,
-    pub steps: Option<(u8, u8)>,
-    pub max_len: Option<u16>,
-    pub layout: LayoutSpec,
-    pub caps: Vec<u8>,
-}
-
-impl Gather {
-    pub fn run(&self) {
+impl DescCase {
+    fn run(&self, gather: bool) {
         for_type!(self.pairs.ty, |T| {
             let steps = steps::<T>(self.steps);
             let (src, dst) = self.pairs.build_steps::<T>(steps);
@@ -172,8 +149,32 @@ impl Gather {
             let layout = self.layout.layout(&layers);
             let caps: Vec<usize> = self.caps.iter().map(|&c| 1 + usize::from(c % 8)).collect();
             let caps = if caps.is_empty() { vec![2] } else { caps };
-            check_gather(&grouper, &src, &dst, &layout, self.layout.max_sge(), &caps);
+            if gather {
+                check_gather(&grouper, &src, &dst, &layout, self.layout.max_sge(), &caps);
+            } else {
+                check_descriptors(&grouper, &src, &dst, &layout, &caps);
+            }
         });
+    }
+}
+
+/// Target `descriptors`: every descriptor form against the reference, resumed too.
+#[derive(Debug, Arbitrary)]
+pub struct Descriptors(pub DescCase);
+
+impl Descriptors {
+    pub fn run(&self) {
+        self.0.run(false);
+    }
+}
+
+/// Target `gather`: gather lists against the reference, resumed too.
+#[derive(Debug, Arbitrary)]
+pub struct Gather(pub DescCase);
+
+impl Gather {
+    pub fn run(&self) {
+        self.0.run(true);
     }
 }
 
