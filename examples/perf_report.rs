@@ -132,11 +132,57 @@ fn report<T: Index + Floor>(o: &Options, make: workloads::Make<T>) {
     );
 }
 
+/// Strided grouping (`Grouper::steps(16, 16)`, indices x16) against the same workloads
+/// with +1 steps: the strided kernel keeps the step in a register, so the two should run
+/// at the same speed.
+fn strided(o: &Options) {
+    let (len, rounds, min) = if o.quick {
+        (4096, 3, Duration::from_micros(200))
+    } else {
+        (65_536, 15, Duration::from_millis(5))
+    };
+    let grouper = corun::Grouper::new().steps(16, 16);
+    println!("\nstrided grouping, u32, {len} positions: elements/ns, medians of {rounds} rounds\n");
+    println!("| structure | steps (1, 1) | steps (16, 16) | strided/unit |");
+    println!("|---|---|---|---|");
+    for s in [Structure::NoBreaks, Structure::Mean(256), Structure::Mean(16), Structure::Singletons]
+    {
+        let (src, dst) = workloads::make_u32(len, s, 42);
+        let (s16, d16): (Vec<u32>, Vec<u32>) =
+            (src.iter().map(|x| x * 16).collect(), dst.iter().map(|x| x * 16).collect());
+        let n = corun::count_runs(&src, &dst).unwrap();
+        assert_eq!(grouper.count_runs(&s16, &d16), Ok(n), "same runs either way");
+        let mut out = vec![Span::default(); n];
+        let mut samples = [Vec::new(), Vec::new()];
+        let reps = (min.as_nanos() as usize / len.max(1)).max(1) * 4;
+        for _ in 0..rounds {
+            for (k, samples) in samples.iter_mut().enumerate() {
+                let t = Instant::now();
+                for _ in 0..reps {
+                    let p = if k == 0 {
+                        corun::group_into(&src, &dst, &mut out)
+                    } else {
+                        grouper.group_into(&s16, &d16, &mut out)
+                    };
+                    black_box(p.unwrap());
+                }
+                samples.push(len as f64 * reps as f64 / t.elapsed().as_nanos() as f64);
+            }
+        }
+        let [unit, step] = samples.map(|mut v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        });
+        println!("| {} | {unit:.2} | {step:.2} | {:.2}x |", s.name(), step / unit);
+    }
+}
+
 fn main() {
     let o = options();
     if o.u64 {
         report::<u64>(&o, workloads::make_u64);
     } else {
         report::<u32>(&o, workloads::make_u32);
+        strided(&o);
     }
 }

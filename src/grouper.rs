@@ -172,6 +172,20 @@ fn fill<T: Index>(src: &[T], dst: &[T], steps: (u64, u64), out: &mut [Span]) -> 
         let breaks = bits.count_ones() as usize;
         let room = out.len() - written;
         let slots = out.get_mut(written..written + breaks.min(room)).unwrap_or_default();
+        if let ([first, rest @ ..], u64::MAX) = (&mut *slots, bits) {
+            // Every pair breaks: one span to `base + 1`, then 63 singletons, written by a
+            // loop without data-dependent steps (it vectorises).
+            *first = Span { start, len: base + 1 - start };
+            for (k, slot) in rest.iter_mut().enumerate() {
+                *slot = Span { start: base + 1 + k, len: 1 };
+            }
+            start = base + 1 + rest.len();
+            written += slots.len();
+            if breaks > room {
+                return Progress { consumed: start, spans: written };
+            }
+            continue;
+        }
         for slot in slots.iter_mut() {
             let end = base + bits.trailing_zeros() as usize + 1;
             *slot = Span { start, len: end - start };

@@ -38,7 +38,9 @@
 //! | `heapless::Vec<Span, N>`, resumable (feature `heapless`) | `group_into_heapless` |
 //! | `Vec<Span>` (feature `alloc`, on by default) | `group` |
 //!
-//! [`Grouper`] carries the options (a cap on run length) and has every form as a method.
+//! [`Grouper`] carries the options (a cap on run length, strided steps) and has every
+//! form as a method. [`desc`] turns runs into transfer descriptors and RDMA gather lists
+//! for many layer buffers at once.
 //! [`scalar`] is the one-position-at-a-time reference that every fast path is tested
 //! against.
 //!
