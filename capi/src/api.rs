@@ -6,7 +6,7 @@ use core::num::{NonZeroU64, NonZeroUsize};
 use corun::desc::{self, Layout, Order, Plan};
 use corun::{Grouper, Index};
 
-use super::ffi::{self, Buf, disjoint, range};
+use super::ffi::{self, Buf, disjoint};
 use super::types::corun_status::*;
 use super::types::*;
 
@@ -50,8 +50,8 @@ fn count_runs<T: Index>(
 ) -> Status {
     let (s, d) = inputs(src, src_len, dst, dst_len)?;
     let grouper = grouper(options)?;
-    disjoint(&[range(&s), point(count)])?;
-    disjoint(&[range(&d), point(count)])?;
+    disjoint(&[s.range(), point(count)])?;
+    disjoint(&[d.range(), point(count)])?;
     let count = ffi::out(count)?;
     *count =
         grouper.count_runs(ffi::read(s), ffi::read(d)).map_err(|_| CORUN_ERR_LENGTH_MISMATCH)?;
@@ -72,8 +72,8 @@ fn group<T: Index>(
     let (s, d) = inputs(src, src_len, dst, dst_len)?;
     let grouper = grouper(options)?;
     let o = Buf::new(out as *const corun_span, out_cap)?;
-    disjoint(&[range(&s), range(&o), point(progress)])?;
-    disjoint(&[range(&d), range(&o), point(progress)])?;
+    disjoint(&[s.range(), o.range(), point(progress)])?;
+    disjoint(&[d.range(), o.range(), point(progress)])?;
     let progress = ffi::out(progress)?;
     let p = grouper
         .group_into(ffi::read(s), ffi::read(d), ffi::write_as(o))
@@ -168,8 +168,8 @@ fn prepare<'a, T: Index>(
     let (layout, layers) = layout(layout_ptr)?;
     let sc = Buf::new(scratch as *const corun_span, scratch_cap)?;
     let [o1, o2] = outs;
-    for input in [range(&s), range(&d), range(&layers)] {
-        disjoint(&[input, range(&sc), point(cursor), point(written), o1, o2])?;
+    for input in [s.range(), d.range(), layers.range()] {
+        disjoint(&[input, sc.range(), point(cursor), point(written), o1, o2])?;
     }
     let (cursor, written) = (ffi::out(cursor)?, ffi::out(written)?);
     *written = corun_written::default();
@@ -215,7 +215,7 @@ fn descriptors<T: Index>(
         scratch_cap,
         cursor,
         written,
-        [range(&o), (0, 0)],
+        [o.range(), (0, 0)],
     )?;
     let w = p
         .plan
@@ -256,7 +256,7 @@ fn gather<T: Index>(
         scratch_cap,
         cursor,
         written,
-        [range(&r), range(&g)],
+        [r.range(), g.range()],
     )?;
     let w = p
         .plan

@@ -51,8 +51,8 @@ impl<T> Buf<T> {
         }
     }
 
-    /// The byte range the buffer covers.
-    fn range(&self) -> (usize, usize) {
+    /// The byte range the buffer covers (for [`disjoint`]).
+    pub fn range(&self) -> (usize, usize) {
         let start = self.ptr as usize;
         (start, start + self.len * size_of::<T>())
     }
@@ -69,11 +69,6 @@ pub fn disjoint(ranges: &[(usize, usize)]) -> Result<(), corun_status> {
         }
     }
     Ok(())
-}
-
-/// The byte range of a checked buffer (for [`disjoint`]).
-pub fn range<T>(b: &Buf<T>) -> (usize, usize) {
-    b.range()
 }
 
 /// An input slice.

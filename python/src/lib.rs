@@ -145,34 +145,21 @@ macro_rules! with_slices {
     }};
 }
 
-/// Both arrays in one index type: the first's, or int64 when they differ (uint64 with
-/// uint64 stays; mixed unsigned and signed 64-bit go to int64, as numpy would compare).
+/// Both arrays in one index type: as they are when their types agree, both converted
+/// to int64 when they differ.
 fn same_type<'py>(
     py: Python<'py>,
     src: Indices<'py>,
     dst: Indices<'py>,
 ) -> PyResult<(Indices<'py>, Indices<'py>)> {
-    let tag = |i: &Indices| match i {
-        Indices::U32(_) => 0,
-        Indices::I32(_) => 1,
-        Indices::U64(_) => 2,
-        Indices::I64(_) => 3,
-    };
-    if tag(&src) == tag(&dst) {
+    if std::mem::discriminant(&src) == std::mem::discriminant(&dst) {
         return Ok((src, dst));
     }
-    let np = py.import("numpy")?;
-    let widen = |i: Indices<'py>| -> PyResult<Indices<'py>> {
-        let obj = match i {
-            Indices::U32(a) => a.as_any().clone(),
-            Indices::I32(a) => a.as_any().clone(),
-            Indices::U64(a) => a.as_any().clone(),
-            Indices::I64(a) => a.as_any().clone(),
-        };
-        let wide = np.getattr("asarray")?.call1((obj, "int64"))?;
-        Ok(Indices::I64(wide.extract()?))
+    let asarray = py.import("numpy")?.getattr("asarray")?;
+    let widen = |i: &Indices<'py>| -> PyResult<Indices<'py>> {
+        Ok(Indices::I64(asarray.call1((i.array(), "int64"))?.extract()?))
     };
-    Ok((widen(src)?, widen(dst)?))
+    Ok((widen(&src)?, widen(&dst)?))
 }
 
 fn mismatch(func: &str, src: usize, dst: usize) -> PyErr {

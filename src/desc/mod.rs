@@ -62,5 +62,5 @@ pub fn descriptors<T: crate::Index>(
     layout: &Layout<'_>,
 ) -> Result<alloc::vec::Vec<Descriptor>, Error> {
     let spans = grouper.group(src, dst)?;
-    Plan::over(grouper, src, dst, &spans).descriptors(layout)
+    Plan::over(grouper, src, dst, &spans, src.len()).descriptors(layout)
 }

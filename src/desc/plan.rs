@@ -143,22 +143,20 @@ impl<'a, T: Index> Plan<'a, T> {
     ) -> Result<Self, Error> {
         let progress = grouper.group_into(src, dst, spans)?;
         let spans = &spans[..progress.spans.min(spans.len())];
-        let bounds = Bounds::of(src, dst, spans);
-        Ok(Plan {
-            src,
-            dst,
-            spans,
-            steps: grouper.get_steps(),
-            consumed: progress.consumed,
-            bounds,
-        })
+        Ok(Self::over(grouper, src, dst, spans, progress.consumed))
     }
 
-    /// A plan over spans that grouping `src`/`dst` with `grouper` produced.
-    #[cfg(feature = "alloc")]
-    pub(crate) fn over(grouper: &Grouper, src: &'a [T], dst: &'a [T], spans: &'a [Span]) -> Self {
+    /// A plan over the spans that grouping `src`/`dst` with `grouper` produced, covering
+    /// the first `consumed` positions.
+    pub(crate) fn over(
+        grouper: &Grouper,
+        src: &'a [T],
+        dst: &'a [T],
+        spans: &'a [Span],
+        consumed: usize,
+    ) -> Self {
         let bounds = Bounds::of(src, dst, spans);
-        Plan { src, dst, spans, steps: grouper.get_steps(), consumed: src.len(), bounds }
+        Plan { src, dst, spans, steps: grouper.get_steps(), consumed, bounds }
     }
 
     /// The runs, in order.

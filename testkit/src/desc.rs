@@ -220,25 +220,13 @@ pub fn check_descriptors<T: crate::TestIndex>(
             let mut cols = [vec![0u64; cap], vec![0u64; cap + 1], vec![0u64; cap + 2]];
             let [sa, da, ln] = &mut cols;
             let r = plan.descriptors_into_columns(layout, cursor_now, sa, da, ln);
-            let n = match r {
-                Ok(w) => w.descriptors,
-                Err(Error::NegativeIndex { written, .. } | Error::Overflow { written, .. }) => {
-                    written
-                }
-                Err(_) => 0,
-            };
+            let n = valid(&r);
             got.extend((0..n).map(|i| Descriptor { src_addr: sa[i], dst_addr: da[i], len: ln[i] }));
             r
         } else if k % 3 == 0 {
             let mut out = vec![sentinel; cap];
             let r = plan.descriptors_into(layout, c, &mut out);
-            let n = match r {
-                Ok(w) => w.descriptors,
-                Err(Error::NegativeIndex { written, .. } | Error::Overflow { written, .. }) => {
-                    written
-                }
-                Err(_) => 0,
-            };
+            let n = valid(&r);
             assert!(out[n..].iter().all(|d| *d == sentinel), "wrote past its descriptors");
             got.extend_from_slice(&out[..n]);
             r
@@ -271,6 +259,15 @@ pub fn check_descriptors<T: crate::TestIndex>(
         None => None,
     };
     assert_eq!(place(err), place(want_err), "resumed error");
+}
+
+/// Descriptors a writer's result says are valid: all it wrote, or those before its error.
+fn valid(r: &Result<corun::desc::Written, Error>) -> usize {
+    match r {
+        Ok(w) => w.descriptors,
+        Err(Error::NegativeIndex { written, .. } | Error::Overflow { written, .. }) => *written,
+        Err(_) => 0,
+    }
 }
 
 /// Gather lists: every form against the reference, one shot and resumed.

@@ -36,30 +36,6 @@ pub struct Pairs {
     pub segs: Vec<Seg>,
 }
 
-/// Calls `$f::<T>(src, dst)` with the arrays built for the chosen type.
-macro_rules! with_pairs {
-    ($pairs:expr, |$src:ident, $dst:ident| $body:expr) => {
-        match $pairs.ty {
-            Ty::U32 => {
-                let ($src, $dst) = $pairs.build::<u32>();
-                $body
-            }
-            Ty::I32 => {
-                let ($src, $dst) = $pairs.build::<i32>();
-                $body
-            }
-            Ty::U64 => {
-                let ($src, $dst) = $pairs.build::<u64>();
-                $body
-            }
-            Ty::I64 => {
-                let ($src, $dst) = $pairs.build::<i64>();
-                $body
-            }
-        }
-    };
-}
-
 /// Runs `$body` with the type alias `$t` set to the chosen index type.
 macro_rules! for_type {
     ($ty:expr, |$t:ident| $body:block) => {
@@ -81,6 +57,16 @@ macro_rules! for_type {
                 $body
             }
         }
+    };
+}
+
+/// Runs `$body` with `$src`, `$dst` the arrays built for the chosen type.
+macro_rules! with_pairs {
+    ($pairs:expr, |$src:ident, $dst:ident| $body:expr) => {
+        for_type!($pairs.ty, |T| {
+            let ($src, $dst) = $pairs.build::<T>();
+            $body
+        })
     };
 }
 
