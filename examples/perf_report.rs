@@ -7,6 +7,7 @@
 //! cargo run --release --example perf_report -- --type u64
 //! cargo run --release --example perf_report -- --quick      # tiny smoke run (CI)
 //! cargo run --release --example perf_report -- --csv perf.csv   # also write a CSV
+//! cargo run --release --example perf_report -- --size 64K    # one size: 4K, 64K, 1M or 16M
 //! ```
 //!
 //! Elements/ns counts positions (one src and one dst index each) per nanosecond.
@@ -24,16 +25,18 @@ struct Options {
     u64: bool,
     quick: bool,
     csv: Option<String>,
+    size: Option<String>,
 }
 
 fn options() -> Options {
-    let mut o = Options { u64: false, quick: false, csv: None };
+    let mut o = Options { u64: false, quick: false, csv: None, size: None };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => o.quick = true,
             "--type" => o.u64 = args.next().as_deref() == Some("u64"),
             "--csv" => o.csv = args.next(),
+            "--size" => o.size = args.next(),
             other => panic!("unknown argument {other}; see the example's docs"),
         }
     }
@@ -94,7 +97,8 @@ fn report<T: Index + Floor>(o: &Options, make: workloads::Make<T>) {
     println!("|---|---|---|---|---|---|---|---|---|");
     let mut csv = String::from("type,size,structure,corun,count_runs,scalar,chunk_by,floor\n");
     let (mut vs_scalar, mut vs_floor) = (Vec::new(), Vec::new());
-    for &(len, size) in sizes {
+    let chosen = sizes.iter().filter(|(_, name)| o.size.as_deref().is_none_or(|s| s == *name));
+    for &(len, size) in chosen {
         for s in structures {
             let (src, dst) = make(len, s, 42);
             let r = measure(&src, &dst, rounds, min);

@@ -41,22 +41,53 @@ fn block_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
             return 0;
         }
     }
-    if steps.top_bit_rule { exact_bits(block, steps) } else { pair_bits(block, steps) }
+    if steps.top_bit_rule { exact_bits(a_s, b_s, a_d, b_d, steps) } else { pair_bits(block, steps) }
 }
 
-/// Break bits of a block that has (or may have) breaks, wraps included.
+/// Break bits of a block that has (or may have) breaks.
 ///
 /// A pair is good when `b - a == step` (wrapping) on both sides and neither side wrapped.
 /// With a step of at most half the range, an unsigned value's top bit can only go from 1
 /// to 0 by wrapping past `MAX`, and a signed value's only from 0 to 1 by wrapping past
 /// `MAX` (without a wrap, `b >= a`, and a step that wraps lands below the step), so a wrap
-/// is the top bit of `a & !b` (unsigned) or `!a & b` (signed). One top-bit mask per
-/// vector then says it all.
+/// needs a top bit set in `a` (unsigned) or in `b` (signed). Real indices almost never
+/// have one, so this pass only ORs those candidates together, and a block that has any
+/// takes [`wrap_bits`], which tests each pair.
 ///
 /// Out of line: inlined, the compiler keeps every loaded vector of the fast path alive
-/// for this one and spills them; reloading from L1 here is cheaper.
+/// for this one and spills them; reloading from L1 here is cheaper. The blocks are
+/// separate arguments so that they travel in registers, not through a stack array
+/// built for every block.
 #[inline(never)]
-fn exact_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
+fn exact_bits<T: Index>(
+    a_s: &[T; BLOCK],
+    b_s: &[T; BLOCK],
+    a_d: &[T; BLOCK],
+    b_d: &[T; BLOCK],
+    steps: &Steps<T>,
+) -> u64 {
+    let (one_s, one_d) = (steps.src.one, steps.dst.one);
+    let lane_mask = (1u64 << T::Lanes::WIDTH) - 1;
+    let s = T::Lanes::split(a_s).zip(T::Lanes::split(b_s));
+    let d = T::Lanes::split(a_d).zip(T::Lanes::split(b_d));
+    let mut bits = 0u64;
+    let mut tops = T::Lanes::splat(T::default()); // zero
+    for (k, ((a, b), (c, d))) in s.zip(d).enumerate() {
+        let stepped = (b - a).eq_top(one_s) & (d - c).eq_top(one_d);
+        tops = tops | if T::SIGNED { b | d } else { a | c };
+        bits |= (!stepped.top_bits() & lane_mask) << (k * T::Lanes::WIDTH);
+    }
+    if tops.top_bits() != 0 {
+        return wrap_bits([a_s, b_s, a_d, b_d], steps);
+    }
+    bits
+}
+
+/// [`exact_bits`] for a block with values in the top half of the range (unsigned) or
+/// negative ones (signed): the wrap test on every pair.
+#[cold]
+#[inline(never)]
+fn wrap_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
     let [a_s, b_s, a_d, b_d] = block;
     let (one_s, one_d) = (steps.src.one, steps.dst.one);
     let lane_mask = (1u64 << T::Lanes::WIDTH) - 1;
