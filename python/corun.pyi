@@ -21,7 +21,7 @@ def group_concurrent_contiguous(
 def runs(
     src: IndexArray, dst: IndexArray, *, max_len: Optional[int] = None
 ) -> Tuple[npt.NDArray[np.integer], npt.NDArray[np.integer], npt.NDArray[np.int64]]:
-    """``(src_starts, dst_starts, lengths)`` of every run (starts in the input's dtype,
+    """``(src_starts, dst_starts, lengths)`` of every run (starts in each input's own dtype,
     lengths int64); ``max_len`` cuts longer runs into pieces. Unequal lengths:
     ``ValueError``."""
 
@@ -38,4 +38,4 @@ def transfer_descriptors(
     ``src_bases[l] + src[start] * item_lens[l]``, likewise for dst, ``run_len *
     item_lens[l]``; ``max_bytes`` cuts runs into pieces of whole items. Either side empty:
     empty arrays. Negative indices, addresses past 2**64, zero item lengths, a cap below
-    one item, unequal lengths: ``ValueError``."""
+    one item, unequal lengths, uint64 indices from 2**63 with negative ones: ``ValueError``."""

@@ -118,48 +118,100 @@ fn kernel<T: Send>(py: Python<'_>, len: usize, f: impl FnOnce() -> T + Send) -> 
     if len >= DETACH_FROM { py.detach(f) } else { f() }
 }
 
-/// Runs `$body` with `$s`, `$d` the slices of two index arrays of one type (the other
-/// array converted to the first one's type when they differ).
-macro_rules! with_slices {
-    ($py:expr, $src:expr, $dst:expr, |$s:ident, $d:ident| $body:expr) => {{
-        let (src, dst) = same_type($py, $src, $dst)?;
-        match (&src, &dst) {
-            (Indices::U32(a), Indices::U32(b)) => {
-                let ($s, $d) = (elems(a), elems(b));
-                $body
-            }
-            (Indices::I32(a), Indices::I32(b)) => {
-                let ($s, $d) = (elems(a), elems(b));
-                $body
-            }
-            (Indices::U64(a), Indices::U64(b)) => {
-                let ($s, $d) = (elems(a), elems(b));
-                $body
-            }
-            (Indices::I64(a), Indices::I64(b)) => {
-                let ($s, $d) = (elems(a), elems(b));
-                $body
-            }
-            _ => unreachable!("same_type returns one type"),
-        }
-    }};
+/// Two index arrays as slices of one type, borrowed when their types agree.
+enum Pair<'a> {
+    U32(Cow<'a, [u32]>, Cow<'a, [u32]>),
+    I32(Cow<'a, [i32]>, Cow<'a, [i32]>),
+    U64(Cow<'a, [u64]>, Cow<'a, [u64]>),
+    I64(Cow<'a, [i64]>, Cow<'a, [i64]>),
 }
 
-/// Both arrays in one index type: as they are when their types agree, both converted
-/// to int64 when they differ.
-fn same_type<'py>(
-    py: Python<'py>,
-    src: Indices<'py>,
-    dst: Indices<'py>,
-) -> PyResult<(Indices<'py>, Indices<'py>)> {
-    if std::mem::discriminant(&src) == std::mem::discriminant(&dst) {
-        return Ok((src, dst));
+/// What a converted pair must keep: the values themselves (for addresses), or only
+/// which neighbours step by one (for runs, which a translation does not change).
+#[derive(Clone, Copy, PartialEq)]
+enum Keep {
+    Values,
+    Runs,
+}
+
+/// `src` and `dst` in one index type. Arrays of different types are converted exactly:
+/// to int64 (uint32 and the signed types), or to uint64 (uint32 with uint64, or a signed
+/// array without negatives with uint64 values past int64). The one pair with no common
+/// type, uint64 values from 2**63 with negative ones, becomes int64 with the uint64 side
+/// moved down by 2**63 (its top bit flipped: same runs) when only runs are wanted, and a
+/// `ValueError` when values are.
+fn pair<'a>(src: &'a Indices<'_>, dst: &'a Indices<'_>, keep: Keep) -> PyResult<Pair<'a>> {
+    use Indices::*;
+    fn each<T: numpy::Element + Copy, U>(
+        a: &PyReadonlyArray1<'_, T>,
+        f: impl Fn(T) -> U,
+    ) -> Cow<'static, [U]>
+    where
+        U: Clone,
+    {
+        Cow::Owned(elems(a).iter().map(|&x| f(x)).collect())
     }
-    let asarray = py.import("numpy")?.getattr("asarray")?;
-    let widen = |i: &Indices<'py>| -> PyResult<Indices<'py>> {
-        Ok(Indices::I64(asarray.call1((i.array(), "int64"))?.extract()?))
+    let to_i64 = |i: &'a Indices<'_>| -> Cow<'a, [i64]> {
+        match i {
+            U32(a) => each(a, i64::from),
+            I32(a) => each(a, i64::from),
+            I64(a) => elems(a),
+            // Only called when the values fit, or to flip the top bit (a translation).
+            U64(a) => each(a, |x| (x ^ 1 << 63) as i64),
+        }
     };
-    Ok((widen(&src)?, widen(&dst)?))
+    let to_u64 = |i: &'a Indices<'_>| -> Cow<'a, [u64]> {
+        match i {
+            U32(a) => each(a, u64::from),
+            // Only called without negatives.
+            I32(a) => each(a, |x| x as u64),
+            I64(a) => each(a, |x| x as u64),
+            U64(a) => elems(a),
+        }
+    };
+    let fits_i64 = |i: &Indices<'_>| match i {
+        U64(a) => elems(a).iter().all(|&x| x <= i64::MAX as u64),
+        _ => true,
+    };
+    let non_negative = |i: &Indices<'_>| match i {
+        I32(a) => elems(a).iter().all(|&x| x >= 0),
+        I64(a) => elems(a).iter().all(|&x| x >= 0),
+        _ => true,
+    };
+    Ok(match (src, dst) {
+        (U32(a), U32(b)) => Pair::U32(elems(a), elems(b)),
+        (I32(a), I32(b)) => Pair::I32(elems(a), elems(b)),
+        (U64(a), U64(b)) => Pair::U64(elems(a), elems(b)),
+        (I64(a), I64(b)) => Pair::I64(elems(a), elems(b)),
+        (U64(_), U32(_)) | (U32(_), U64(_)) => Pair::U64(to_u64(src), to_u64(dst)),
+        _ if fits_i64(src) && fits_i64(dst) => {
+            let exact = |i: &'a Indices<'_>| match i {
+                U64(a) => each(a, |x| x as i64),
+                _ => to_i64(i),
+            };
+            Pair::I64(exact(src), exact(dst))
+        }
+        _ if non_negative(src) && non_negative(dst) => Pair::U64(to_u64(src), to_u64(dst)),
+        _ if keep == Keep::Runs => Pair::I64(to_i64(src), to_i64(dst)),
+        _ => {
+            return Err(PyValueError::new_err(
+                "src and dst have no common index type: uint64 indices of 2**63 or more \
+                 with negative ones",
+            ));
+        }
+    })
+}
+
+/// Runs `$body` with `$s`, `$d` the slices of [`pair`]`($src, $dst, $keep)`.
+macro_rules! with_slices {
+    ($src:expr, $dst:expr, $keep:expr, |$s:ident, $d:ident| $body:expr) => {{
+        match pair($src, $dst, $keep)? {
+            Pair::U32($s, $d) => $body,
+            Pair::I32($s, $d) => $body,
+            Pair::U64($s, $d) => $body,
+            Pair::I64($s, $d) => $body,
+        }
+    }};
 }
 
 fn mismatch(func: &str, src: usize, dst: usize) -> PyErr {
@@ -196,7 +248,7 @@ fn group_concurrent_contiguous<'py>(
     }
     let (src_list, dst_list) =
         (src.array().call_method0("tolist")?, dst.array().call_method0("tolist")?);
-    let spans = with_slices!(py, src, dst, |s, d| {
+    let spans = with_slices!(&src, &dst, Keep::Runs, |s, d| {
         let (s, d): (&[_], &[_]) = (&s, &d);
         kernel(py, s.len(), || ::corun::group(s, d)).map_err(value_error)?
     });
@@ -238,7 +290,7 @@ impl Drop for GcPause<'_> {
 /// The runs as arrays: ``(src_starts, dst_starts, lengths)``.
 ///
 /// ``src_starts[k]`` and ``dst_starts[k]`` are the first indices of run ``k`` (in the
-/// input's dtype), ``lengths[k]`` its length (int64). No Python object per run. With
+/// input's own dtype), ``lengths[k]`` its length (int64). No Python object per run. With
 /// ``max_len``, longer runs come out as consecutive pieces of at most that length.
 /// Unequal lengths (one empty side included) raise ``ValueError``.
 #[pyfunction]
@@ -262,34 +314,34 @@ fn runs<'py>(
     if s_idx.len() != d_idx.len() {
         return Err(mismatch("runs", s_idx.len(), d_idx.len()));
     }
-    with_slices!(py, s_idx, d_idx, |s, d| {
+    let spans = with_slices!(&s_idx, &d_idx, Keep::Runs, |s, d| {
         let (s, d): (&[_], &[_]) = (&s, &d);
-        let (ss, ds, lens) = kernel(py, s.len(), || starts(&grouper, s, d)).map_err(value_error)?;
-        let out: [Bound<'py, PyAny>; 3] = [
-            ss.into_pyarray(py).into_any(),
-            ds.into_pyarray(py).into_any(),
-            lens.into_pyarray(py).into_any(),
-        ];
-        PyTuple::new(py, out)
-    })
+        kernel(py, s.len(), || grouper.group(s, d)).map_err(value_error)?
+    });
+    let lens: Vec<i64> = spans.iter().map(|span| span.len as i64).collect();
+    let out =
+        [starts(py, &s_idx, &spans), starts(py, &d_idx, &spans), lens.into_pyarray(py).into_any()];
+    PyTuple::new(py, out)
 }
 
-/// First indices and lengths of every run, in three vectors.
-#[allow(clippy::type_complexity)]
-fn starts<T: Index>(
-    grouper: &Grouper,
-    src: &[T],
-    dst: &[T],
-) -> Result<(Vec<T>, Vec<T>, Vec<i64>), ::corun::Error> {
-    let n = grouper.count_runs(src, dst)?;
-    let (mut ss, mut ds, mut lens) =
-        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    for Span { start, len } in grouper.runs(src, dst)? {
-        ss.push(src[start]);
-        ds.push(dst[start]);
-        lens.push(len as i64);
+/// The first index of every span, as an array of `idx`'s own dtype.
+fn starts<'py>(py: Python<'py>, idx: &Indices<'py>, spans: &[Span]) -> Bound<'py, PyAny> {
+    fn take<'py, T: numpy::Element + Copy>(
+        py: Python<'py>,
+        a: &PyReadonlyArray1<'py, T>,
+        spans: &[Span],
+    ) -> Bound<'py, PyAny> {
+        let a = elems(a);
+        // `group` returns spans inside the input: `start < len`.
+        let v: Vec<T> = spans.iter().filter_map(|span| a.get(span.start).copied()).collect();
+        v.into_pyarray(py).into_any()
     }
-    Ok((ss, ds, lens))
+    match idx {
+        Indices::U32(a) => take(py, a, spans),
+        Indices::I32(a) => take(py, a, spans),
+        Indices::U64(a) => take(py, a, spans),
+        Indices::I64(a) => take(py, a, spans),
+    }
 }
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
@@ -329,8 +381,9 @@ fn per_layer(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u64>> {
 /// the Mooncake and NIXL backends computes, in one call. ``max_bytes`` caps one
 /// transfer: longer runs are cut into pieces of whole items. Either side empty returns
 /// empty arrays (as the helper's ``([], [])`` leads to); other unequal lengths, a
-/// negative index, an address past 2**64, a zero item length or a cap below one item
-/// raise ``ValueError``.
+/// negative index, an address past 2**64, a zero item length, a cap below one item, and
+/// uint64 indices from 2**63 on paired with negative ones (no common index type) raise
+/// ``ValueError``.
 #[pyfunction]
 #[pyo3(signature = (src, dst, src_bases, dst_bases, item_lens, *, max_bytes=None))]
 #[allow(clippy::too_many_arguments)]
@@ -376,7 +429,7 @@ fn transfer_descriptors<'py>(
     let n = if empty {
         0
     } else {
-        with_slices!(py, s_idx, d_idx, |s, d| {
+        with_slices!(&s_idx, &d_idx, Keep::Values, |s, d| {
             let (s, d): (&[_], &[_]) = (&s, &d);
             let columns =
                 kernel(py, s.len(), || descriptors(s, d, &layout)).map_err(value_error)?;

@@ -100,6 +100,29 @@ def test_lists_and_other_integer_dtypes():
 def test_mixed_dtypes():
     src, dst = np.array([1, 2, 3], dtype=np.int32), np.array([7, 8, 10], dtype=np.uint64)
     assert corun.group_concurrent_contiguous(src, dst) == ([[1, 2], [3]], [[7, 8], [10]])
+    s, d, n = corun.runs(src, dst)
+    assert s.dtype == np.int32 and d.dtype == np.uint64, "starts keep each side's dtype"
+    assert list(s) == [1, 3] and list(d) == [7, 10] and list(n) == [2, 1]
+
+
+def test_mixed_dtypes_near_the_limits():
+    # uint64 past int64 with a signed side: no lossy cast may join or split runs.
+    top = 2**64 - 1
+    u = np.array([top, 0, 2**63 - 1, 2**63, 2**63 + 1], dtype=np.uint64)
+    for signed in (np.int32, np.int64):
+        for other in ([0, 1, 2, 3, 4], [-5, -4, -3, -2, -1]):
+            i = np.array(other, dtype=signed)
+            for src, dst in ((u, i), (i, u)):
+                got = corun.group_concurrent_contiguous(src, dst)
+                assert got == reference(src, dst), (src, dst)
+                s, d, n = corun.runs(src, dst)
+                assert list(n) == [1, 1, 3] and s.dtype == src.dtype and d.dtype == dst.dtype
+    # Addresses need the values: a common type where one exists, else a clear error.
+    u = np.array([2**63, 2**63 + 1], dtype=np.uint64)
+    sa, da, ln = corun.transfer_descriptors(u, np.array([0, 1], dtype=np.int32), [0], [0], [1])
+    assert list(sa) == [2**63] and list(da) == [0] and list(ln) == [2]
+    with pytest.raises(ValueError, match="no common index type"):
+        corun.transfer_descriptors(u, np.array([-1, 0], dtype=np.int64), [0], [0], [1])
 
 
 def test_non_contiguous_views():
