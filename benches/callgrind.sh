@@ -24,7 +24,7 @@ echo "callgrind, u32, RUSTFLAGS=\"$flags\": per 64-position block (20 calls x 65
 echo
 echo "| workload | group_into instr | count_runs instr | scalar instr | group_into mispredicts | scalar mispredicts |"
 echo "|---|---|---|---|---|---|"
-for w in no-breaks mean-256 mean-16 singletons trace-p16; do
+for w in no-breaks mean-256 mean-16 mean-4 singletons trace-p16; do
   read -r i0 m0 < <(totals "$w" idle)
   row="| $w"
   for f in group_into count_runs scalar; do

@@ -6,7 +6,7 @@
 //! cargo run --release --example profile_probe -- mean-16 group_into
 //! ```
 //!
-//! Workloads: no-breaks, mean-256, mean-16, singletons, trace-p16. Functions: group_into,
+//! Workloads: no-breaks, mean-256, mean-16, mean-4, singletons, trace-p16. Functions: group_into,
 //! count_runs, scalar (the reference's `group_into`), idle (builds the workload only, to
 //! subtract).
 
@@ -30,6 +30,7 @@ fn main() {
         "no-breaks" => Structure::NoBreaks,
         "mean-256" => Structure::Mean(256),
         "mean-16" => Structure::Mean(16),
+        "mean-4" => Structure::Mean(4),
         "singletons" => Structure::Singletons,
         "trace-p16" => Structure::Trace { page_size: 16 },
         other => panic!("unknown workload {other}"),

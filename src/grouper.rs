@@ -3,7 +3,7 @@
 use core::num::NonZeroUsize;
 
 use crate::error::check_lengths;
-use crate::kernel::{Scan, count_breaks};
+use crate::kernel::{BLOCK, Scan, count_breaks};
 use crate::{Error, Index, Progress, Runs, Span};
 
 /// Grouping options, applied by its methods. The crate-level functions use the defaults.
@@ -163,35 +163,37 @@ impl Grouper {
     }
 }
 
-/// [`Grouper::group_into`] without a cap: the spans ending in a block are written in one
-/// loop of a known trip count (the block's break count), with no per-span room check.
+/// [`Grouper::group_into`] without a cap.
+///
+/// While `out` has room for a whole block's spans (at most [`BLOCK`]), a block's spans
+/// go into a fixed-size window of it: a loop of a known trip count (the block's break
+/// count) with no room or bounds check, and a block of singletons is a fixed-count loop
+/// that vectorises. Near the end of `out` the block is cut to the room left.
 #[inline]
 fn fill<T: Index>(src: &[T], dst: &[T], steps: (u64, u64), out: &mut [Span]) -> Progress {
     let (mut start, mut written) = (0, 0);
-    for (base, mut bits) in Scan::new(src, dst, steps) {
+    for (base, bits) in Scan::new(src, dst, steps) {
+        if let Some(slots) = out.get_mut(written..).and_then(|o| o.first_chunk_mut::<BLOCK>()) {
+            if bits == u64::MAX {
+                // Every pair breaks: one span to `base + 1`, then 63 singletons, written
+                // by a loop of a fixed count (it vectorises).
+                let [first, rest @ ..] = slots;
+                *first = Span { start, len: base + 1 - start };
+                for (k, slot) in rest.iter_mut().enumerate() {
+                    *slot = Span { start: base + 1 + k, len: 1 };
+                }
+                (start, written) = (base + BLOCK, written + BLOCK);
+                continue;
+            }
+            let breaks = bits.count_ones() as usize;
+            start = spans_to(slots.get_mut(..breaks).unwrap_or_default(), base, start, bits);
+            written += breaks;
+            continue;
+        }
         let breaks = bits.count_ones() as usize;
         let room = out.len() - written;
         let slots = out.get_mut(written..written + breaks.min(room)).unwrap_or_default();
-        if let ([first, rest @ ..], u64::MAX) = (&mut *slots, bits) {
-            // Every pair breaks: one span to `base + 1`, then 63 singletons, written by a
-            // loop without data-dependent steps (it vectorises).
-            *first = Span { start, len: base + 1 - start };
-            for (k, slot) in rest.iter_mut().enumerate() {
-                *slot = Span { start: base + 1 + k, len: 1 };
-            }
-            start = base + 1 + rest.len();
-            written += slots.len();
-            if breaks > room {
-                return Progress { consumed: start, spans: written };
-            }
-            continue;
-        }
-        for slot in slots.iter_mut() {
-            let end = base + bits.trailing_zeros() as usize + 1;
-            *slot = Span { start, len: end - start };
-            start = end;
-            bits &= bits - 1;
-        }
+        start = spans_to(slots, base, start, bits);
         written += slots.len();
         if breaks > room {
             return Progress { consumed: start, spans: written };
@@ -202,4 +204,17 @@ fn fill<T: Index>(src: &[T], dst: &[T], steps: (u64, u64), out: &mut [Span]) -> 
         (start, written) = (src.len(), written + 1);
     }
     Progress { consumed: start, spans: written }
+}
+
+/// Fills `slots` with the spans that end at the first set bits of `bits` (bit `k`: a
+/// break after position `base + k`), the first one starting at `start`; returns where
+/// the next span starts.
+#[inline(always)]
+fn spans_to(slots: &mut [Span], base: usize, mut start: usize, mut bits: u64) -> usize {
+    for slot in slots {
+        let end = base + bits.trailing_zeros() as usize + 1;
+        *slot = Span { start, len: end - start };
+        (start, bits) = (end, bits & (bits - 1));
+    }
+    start
 }
