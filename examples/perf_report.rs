@@ -10,7 +10,8 @@
 //! cargo run --release --example perf_report -- --size 64K    # one size: 4K, 64K, 1M or 16M
 //! ```
 //!
-//! Elements/ns counts positions (one src and one dst index each) per nanosecond.
+//! Elements/ns counts positions (one src and one dst index each) per nanosecond. The last
+//! line is a one-line summary: corun against the reference and the floor (medians).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -74,7 +75,8 @@ fn measure<T: Index + Floor>(src: &[T], dst: &[T], rounds: usize, min: Duration)
     })
 }
 
-fn report<T: Index + Floor>(o: &Options, make: workloads::Make<T>) {
+/// Prints the table and returns the summary line.
+fn report<T: Index + Floor>(o: &Options, make: workloads::Make<T>) -> String {
     let sizes: &[(usize, &str)] = if o.quick {
         &[(4096, "4K")]
     } else {
@@ -127,13 +129,13 @@ fn report<T: Index + Floor>(o: &Options, make: workloads::Make<T>) {
         v[v.len() / 2]
     };
     let (lo, hi) = vs_scalar.iter().fold((f64::MAX, 0f64), |(l, h), &x| (l.min(x), h.max(x)));
-    println!(
-        "\nsummary ({ty}, {} workloads): corun group_into is {:.1}x the scalar reference \
+    format!(
+        "summary ({ty}, {} workloads): corun group_into is {:.1}x the scalar reference \
          (median; {lo:.1}x to {hi:.1}x) and {:.2}x the read-bandwidth floor (median)",
         vs_scalar.len(),
         median(vs_scalar.clone()),
         median(vs_floor)
-    );
+    )
 }
 
 /// Strided grouping (`Grouper::steps(16, 16)`, indices x16) against the same workloads
@@ -183,10 +185,13 @@ fn strided(o: &Options) {
 
 fn main() {
     let o = options();
-    if o.u64 {
-        report::<u64>(&o, workloads::make_u64);
+    let summary = if o.u64 {
+        report::<u64>(&o, workloads::make_u64)
     } else {
-        report::<u32>(&o, workloads::make_u32);
+        let summary = report::<u32>(&o, workloads::make_u32);
         strided(&o);
-    }
+        summary
+    };
+    // The last line, whatever else is printed: one summary.
+    println!("\n{summary}");
 }
