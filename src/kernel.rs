@@ -51,8 +51,8 @@ fn block_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
 /// to 0 by wrapping past `MAX`, and a signed value's only from 0 to 1 by wrapping past
 /// `MAX` (without a wrap, `b >= a`, and a step that wraps lands below the step), so a wrap
 /// needs a top bit set in `a` (unsigned) or in `b` (signed). Real indices almost never
-/// have one, so this pass only ORs those candidates together, and a block that has any
-/// takes [`wrap_bits`], which tests each pair.
+/// have one, so this pass only ORs those candidates together, and only a block that has
+/// any adds [`wrap_bits`], the wrap test of each pair.
 ///
 /// Out of line: inlined, the compiler keeps every loaded vector of the fast path alive
 /// for this one and spills them; reloading from L1 here is cheaper. The blocks are
@@ -78,29 +78,23 @@ fn exact_bits<T: Index>(
         bits |= (!stepped.top_bits() & lane_mask) << (k * T::Lanes::WIDTH);
     }
     if tops.top_bits() != 0 {
-        return wrap_bits([a_s, b_s, a_d, b_d], steps);
+        bits |= wrap_bits([a_s, b_s, a_d, b_d]);
     }
     bits
 }
 
-/// [`exact_bits`] for a block with values in the top half of the range (unsigned) or
-/// negative ones (signed): the wrap test on every pair.
+/// The pairs that wrap on either side (bit `k` for pair `k`), for a block with wrap
+/// candidates: with [`exact_bits`]' step test they make the block's breaks.
 #[cold]
 #[inline(never)]
-fn wrap_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
+fn wrap_bits<T: Index>(block: [&[T; BLOCK]; 4]) -> u64 {
     let [a_s, b_s, a_d, b_d] = block;
-    let (one_s, one_d) = (steps.src.one, steps.dst.one);
-    let lane_mask = (1u64 << T::Lanes::WIDTH) - 1;
     let wrapped = |a: T::Lanes, b: T::Lanes| if T::SIGNED { !a & b } else { a & !b };
     let s = T::Lanes::split(a_s).zip(T::Lanes::split(b_s));
     let d = T::Lanes::split(a_d).zip(T::Lanes::split(b_d));
-    let mut bits = 0u64;
-    for (k, ((a, b), (c, d))) in s.zip(d).enumerate() {
-        let stepped = (b - a).eq_top(one_s) & (d - c).eq_top(one_d);
-        let good = stepped & !(wrapped(a, b) | wrapped(c, d));
-        bits |= (!good.top_bits() & lane_mask) << (k * T::Lanes::WIDTH);
-    }
-    bits
+    s.zip(d).enumerate().fold(0, |bits, (k, ((a, b), (c, d)))| {
+        bits | (wrapped(a, b) | wrapped(c, d)).top_bits() << (k * T::Lanes::WIDTH)
+    })
 }
 
 /// Break bits pair by pair, for steps too large for the top-bit rule (over half the

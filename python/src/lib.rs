@@ -151,13 +151,13 @@ fn pair<'a>(src: &'a Indices<'_>, dst: &'a Indices<'_>, keep: Keep) -> PyResult<
     {
         Cow::Owned(elems(a).iter().map(|&x| f(x)).collect())
     }
-    let to_i64 = |i: &'a Indices<'_>| -> Cow<'a, [i64]> {
+    // `flip` is XORed into uint64 values: 0 where they fit (exact), 2**63 to translate.
+    let to_i64 = |i: &'a Indices<'_>, flip: u64| -> Cow<'a, [i64]> {
         match i {
             U32(a) => each(a, i64::from),
             I32(a) => each(a, i64::from),
             I64(a) => elems(a),
-            // Only called when the values fit, or to flip the top bit (a translation).
-            U64(a) => each(a, |x| (x ^ 1 << 63) as i64),
+            U64(a) => each(a, |x| (x ^ flip) as i64),
         }
     };
     let to_u64 = |i: &'a Indices<'_>| -> Cow<'a, [u64]> {
@@ -184,15 +184,9 @@ fn pair<'a>(src: &'a Indices<'_>, dst: &'a Indices<'_>, keep: Keep) -> PyResult<
         (U64(a), U64(b)) => Pair::U64(elems(a), elems(b)),
         (I64(a), I64(b)) => Pair::I64(elems(a), elems(b)),
         (U64(_), U32(_)) | (U32(_), U64(_)) => Pair::U64(to_u64(src), to_u64(dst)),
-        _ if fits_i64(src) && fits_i64(dst) => {
-            let exact = |i: &'a Indices<'_>| match i {
-                U64(a) => each(a, |x| x as i64),
-                _ => to_i64(i),
-            };
-            Pair::I64(exact(src), exact(dst))
-        }
+        _ if fits_i64(src) && fits_i64(dst) => Pair::I64(to_i64(src, 0), to_i64(dst, 0)),
         _ if non_negative(src) && non_negative(dst) => Pair::U64(to_u64(src), to_u64(dst)),
-        _ if keep == Keep::Runs => Pair::I64(to_i64(src), to_i64(dst)),
+        _ if keep == Keep::Runs => Pair::I64(to_i64(src, 1 << 63), to_i64(dst, 1 << 63)),
         _ => {
             return Err(PyValueError::new_err(
                 "src and dst have no common index type: uint64 indices of 2**63 or more \
