@@ -3,7 +3,8 @@
 use core::num::NonZeroUsize;
 
 use crate::error::check_lengths;
-use crate::kernel::{BLOCK, Scan, count_breaks};
+use crate::kernel::{Scan, count_breaks};
+use crate::lanes::BLOCK;
 use crate::{Error, Index, Progress, Runs, Span};
 
 /// Grouping options, applied by its methods. The crate-level functions use the defaults.
@@ -89,17 +90,16 @@ impl Grouper {
             _ if len == 0 => Ok(0),
             None => Ok(count_breaks(src, dst, self.get_steps()) + 1),
             // Runs are never empty; dividing by `NonZeroUsize` has no panic path.
-            Some(max) => {
-                let whole = Grouper { max_len: None, ..*self };
-                Ok(Runs::new(src, dst, &whole).map(|run| (run.len - 1) / max + 1).sum())
-            }
+            Some(max) => Ok(Runs::new(src, dst, self.get_steps(), None)
+                .map(|run| (run.len - 1) / max + 1)
+                .sum()),
         }
     }
 
     /// A lazy iterator over the spans. Errors: [`Error::LengthMismatch`].
     pub fn runs<'a, T: Index>(&self, src: &'a [T], dst: &'a [T]) -> Result<Runs<'a, T>, Error> {
         check_lengths(src, dst)?;
-        Ok(Runs::new(src, dst, self))
+        Ok(Runs::new(src, dst, self.get_steps(), self.max_len))
     }
 
     /// Writes as many spans as fit into `out`, in order, from `out[0]`.
@@ -119,7 +119,7 @@ impl Grouper {
         if self.max_len.is_none() {
             return Ok(fill(src, dst, self.get_steps(), out));
         }
-        let mut runs = Runs::new(src, dst, self);
+        let mut runs = Runs::new(src, dst, self.get_steps(), self.max_len);
         let mut spans = 0;
         for (slot, span) in out.iter_mut().zip(&mut runs) {
             *slot = span;
@@ -158,7 +158,7 @@ impl Grouper {
         let spans = self.count_runs(src, dst)?;
         let mut out = alloc::vec::Vec::new();
         out.try_reserve_exact(spans).map_err(|_| Error::Alloc { spans })?;
-        out.extend(Runs::new(src, dst, self));
+        out.extend(Runs::new(src, dst, self.get_steps(), self.max_len));
         Ok(out)
     }
 }

@@ -84,3 +84,11 @@ macro_rules! index {
 }
 
 index!(u32 => wide::u32x8, i32 => wide::i32x8, u64 => wide::u64x4, i64 => wide::i64x4);
+
+/// `b` follows `a` on a side that steps by `step`: `a + step == b` in exact arithmetic
+/// (every value and step fits in `i128` with room to add). Below both the reference and
+/// the kernel, which share nothing else but the types.
+#[inline]
+pub(crate) fn follows_by<T: Index>(a: T, b: T, step: u64) -> bool {
+    a.widen() + i128::from(step) == b.widen()
+}

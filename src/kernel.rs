@@ -5,12 +5,9 @@
 //! `a = x[base..base + BLOCK]` and `b = x[base + 1..base + 1 + BLOCK]` for both arrays and
 //! sets bit `k` of the block's mask when pair `base + k` is a break.
 
-use crate::index::Index;
-use crate::lanes::Lanes;
-use crate::step::{Steps, follows_by};
-
-/// Pairs per block: one `u64` of break bits.
-pub const BLOCK: usize = 64;
+use crate::index::{Index, follows_by};
+use crate::lanes::{BLOCK, Lanes};
+use crate::step::Steps;
 
 /// Break bits of one block (see the module docs).
 ///
@@ -146,21 +143,22 @@ impl<'a, T: Index> Scan<'a, T> {
         Scan { src, dst, blocks, base: 0, tail_done: false, steps: Steps::new(steps) }
     }
 
-    /// Break bits of the last, partial block: copied into padded blocks so that the same
-    /// kernel runs on it, then cut to the pairs that exist.
+    /// Break bits of the last, partial block: the same kernel runs on padded copies, then
+    /// the bits are cut to the pairs that exist.
+    ///
+    /// Each side's `a` and `b` blocks are views of one padded sequence, so `b[k] == a[k +
+    /// 1]` holds here as it does for full blocks: the clean-block test reads only the
+    /// last `b` and relies on it. (Padding `a` and `b` separately broke it: with a step
+    /// of 0, a tail of pad values passed the test, and a break in the last block was
+    /// lost.)
     #[cold]
     fn tail_block(&self, base: usize, pairs: usize) -> u64 {
-        let mut blocks = [[T::MIN; BLOCK]; 4];
-        let [a_s, b_s, a_d, b_d] = &mut blocks;
-        for (side, a, b) in [(self.src, &mut *a_s, &mut *b_s), (self.dst, a_d, b_d)] {
-            let tail = side.get(base..).unwrap_or_default();
-            let next = tail.get(1..).unwrap_or_default();
-            for ((x, y), (a, b)) in tail.iter().zip(next).zip(a.iter_mut().zip(b.iter_mut())) {
-                (*a, *b) = (*x, *y);
-            }
-        }
-        let [a_s, b_s, a_d, b_d] = &blocks;
-        block_bits([a_s, b_s, a_d, b_d], &self.steps) & ((1u64 << (pairs % BLOCK)) - 1)
+        let padded = |x: &[T]| -> ([T; BLOCK], [T; BLOCK]) {
+            let at = |i: usize| x.get(base + i).copied().unwrap_or(T::MIN);
+            (core::array::from_fn(at), core::array::from_fn(|k| at(k + 1)))
+        };
+        let ((a_s, b_s), (a_d, b_d)) = (padded(self.src), padded(self.dst));
+        block_bits([&a_s, &b_s, &a_d, &b_d], &self.steps) & ((1u64 << (pairs % BLOCK)) - 1)
     }
 }
 

@@ -5,7 +5,9 @@
 
 use core::ops::{Add, BitAnd, BitOr, BitXor, Not, Sub};
 
-use crate::kernel::BLOCK;
+/// Pairs per block of the kernel: one `u64` of break bits. Here, below the kernel and
+/// its users, because a block is what [`Lanes::split`] cuts into vectors.
+pub const BLOCK: usize = 64;
 
 /// A vector of `WIDTH` lanes of `Elem`. Arithmetic wraps; the kernel relies on that.
 pub trait Lanes:

@@ -3,7 +3,6 @@
 use core::iter::FusedIterator;
 use core::num::NonZeroUsize;
 
-use crate::Grouper;
 use crate::index::Index;
 use crate::kernel::Scan;
 use crate::span::Span;
@@ -28,16 +27,22 @@ pub struct Runs<'a, T: Index> {
 }
 
 impl<'a, T: Index> Runs<'a, T> {
-    /// `src` and `dst` must be of equal length (checked by the callers).
-    pub(crate) fn new(src: &'a [T], dst: &'a [T], grouper: &Grouper) -> Self {
+    /// `src` and `dst` must be of equal length (checked by the callers); the options are
+    /// those of [`Grouper`](crate::Grouper).
+    pub(crate) fn new(
+        src: &'a [T],
+        dst: &'a [T],
+        steps: (u64, u64),
+        max_len: Option<NonZeroUsize>,
+    ) -> Self {
         Runs {
-            scan: Scan::new(src, dst, grouper.get_steps()),
+            scan: Scan::new(src, dst, steps),
             base: 0,
             bits: 0,
             start: 0,
             end: 0,
             len: src.len(),
-            max_len: grouper.get_max_len().map_or(usize::MAX, NonZeroUsize::get),
+            max_len: max_len.map_or(usize::MAX, NonZeroUsize::get),
         }
     }
 

@@ -25,7 +25,7 @@ pub fn follows<T: Index>(a: T, b: T) -> bool {
 /// `b` follows `a` on a side stepping by `step`: `a + step == b` in exact arithmetic.
 #[inline]
 pub fn follows_by<T: Index>(a: T, b: T, step: u64) -> bool {
-    crate::step::follows_by(a, b, step)
+    crate::index::follows_by(a, b, step)
 }
 
 /// Spans one position at a time. Made by [`runs`] and [`runs_with`].

@@ -1,14 +1,7 @@
 //! The index step of each side, in the forms the kernel needs, computed once per scan.
 
 use crate::index::Index;
-use crate::kernel::BLOCK;
-use crate::lanes::Lanes;
-
-/// `b` follows `a` on a side that steps by `step`: `a + step == b` in exact arithmetic.
-#[inline]
-pub fn follows_by<T: Index>(a: T, b: T, step: u64) -> bool {
-    a.widen() + i128::from(step) == b.widen()
-}
+use crate::lanes::{BLOCK, Lanes};
 
 /// One side's step, ready for the kernel.
 #[derive(Clone, Copy, Debug)]

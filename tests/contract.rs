@@ -149,3 +149,35 @@ fn runs_reports_consumed_for_resuming() {
     assert_eq!(runs.consumed(), 6);
     assert_eq!(runs.next(), None);
 }
+
+/// Issue 13: with steps (0, 0) the padded last block passed the clean-block test, which
+/// reads only the last `b` element and relies on `b[k] == a[k + 1]`.
+#[test]
+fn zero_steps_in_the_last_block_keep_their_breaks() {
+    let g = Grouper::new().steps(0, 0);
+    let two = spans(&[(0, 1), (1, 1)]);
+    assert_eq!(g.group(&[0u32, 7], &[0u32, 0]).unwrap(), two);
+    assert_eq!(corun::scalar::group_with(&g, &[0u32, 7], &[0u32, 0]).unwrap(), two);
+    assert_eq!(g.group(&[i64::MIN, 7], &[i64::MIN, i64::MIN]).unwrap(), two);
+    assert_eq!(g.group(&[i32::MIN, 7], &[i32::MIN, i32::MIN]).unwrap(), two);
+    assert_eq!(g.group(&[0u64, 7], &[0u64, 0]).unwrap(), two);
+    assert_eq!(g.group(&[0u32, 0], &[0u32, 7]).unwrap(), two);
+    // A whole block of repeats, then a tail whose last pair breaks.
+    let mut src = vec![0u32; 64 + 3];
+    let dst = vec![0u32; 64 + 3];
+    src[66] = 1;
+    assert_eq!(g.group(&src, &dst).unwrap(), spans(&[(0, 66), (66, 1)]));
+    assert_eq!(g.count_runs(&src, &dst), Ok(2));
+    for len in 2..=70 {
+        for brk in 1..len {
+            let mut src = vec![u32::MIN; len];
+            src[brk..].fill(9);
+            check_with(&g, &src, &vec![0u32; len]);
+            check_with(
+                &g,
+                &vec![i64::MIN; len],
+                &src.iter().map(|&x| i64::from(x)).collect::<Vec<_>>(),
+            );
+        }
+    }
+}

@@ -7,7 +7,7 @@ use super::sink::Tail;
 use super::sink::{Sink, Slots};
 use super::{Cursor, Error, Layout, Plan};
 use crate::Index;
-use crate::step::follows_by;
+use crate::index::follows_by;
 
 /// One local segment of a work request (an `ibv_sge` without the key).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
