@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-const TARGETS: [&str; 7] =
-    ["agree", "resume", "max_len", "mismatch", "steps", "descriptors", "gather"];
+const TARGETS: [&str; 8] =
+    ["agree", "resume", "max_len", "mismatch", "steps", "descriptors", "gather", "raw"];
 
 /// Runs every file under `dir/<target>/` whose name starts with `prefix`.
 fn replay_dir(dir: &Path, prefix: &str) -> usize {

@@ -6,6 +6,7 @@ use core::num::NonZeroUsize;
 use arbitrary::Arbitrary;
 use corun::Grouper;
 
+use crate::alphabet::{self, Pick};
 use crate::desc::{LayoutSpec, check_descriptors, check_gather};
 use crate::{
     Seg, TestIndex, anchor, build, check, check_mismatch, check_resume, check_resume_heapless,
@@ -241,6 +242,41 @@ impl Mismatch {
     }
 }
 
+/// Target `raw`: arrays drawn freely from the alphabet (`crate::alphabet`: values at the
+/// type's limits, each side drawing a value or continuing by its step), no run structure,
+/// under steps from the alphabet's set: every output form (capped and resumed through 1
+/// to 5 slots) and, with a layout, descriptors and gather lists against the reference.
+#[derive(Debug, Arbitrary)]
+pub struct Raw {
+    pub ty: Ty,
+    pub steps: (u8, u8),
+    pub cap: u8,
+    pub layout: Option<LayoutSpec>,
+    /// One `(src, dst)` pick per position (see [`Pick::from_byte`]); at most 400 used.
+    pub picks: Vec<(u8, u8)>,
+}
+
+impl Raw {
+    pub fn run(&self) {
+        for_type!(self.ty, |T| {
+            let all = alphabet::steps::<T>();
+            let pick = |k: u8| all[usize::from(k) % all.len()];
+            let steps = (pick(self.steps.0), pick(self.steps.1));
+            let picks = self.picks.iter().take(400);
+            let picks = picks.map(|&(s, d)| (Pick::from_byte(s), Pick::from_byte(d)));
+            let (src, dst) = alphabet::arrays::<T>(picks, steps);
+            let grouper = Grouper::new().steps(steps.0, steps.1);
+            alphabet::check_all(&grouper, &src, &dst, &[usize::from(self.cap % 6)]);
+            if let Some(spec) = &self.layout {
+                let layers = spec.layers(steps);
+                let layout = spec.layout(&layers);
+                check_descriptors(&grouper, &src, &dst, &layout, &[2]);
+                check_gather(&grouper, &src, &dst, &layout, spec.max_sge(), &[2]);
+            }
+        });
+    }
+}
+
 /// No cap for `None` or 0, else a cap of that many positions.
 fn grouper(max_len: Option<u16>) -> Grouper {
     match max_len.and_then(|m| NonZeroUsize::new(usize::from(m))) {
@@ -273,6 +309,7 @@ pub fn replay(target: &str, bytes: &[u8]) -> bool {
         "steps" => run(bytes, Steps::run),
         "descriptors" => run(bytes, Descriptors::run),
         "gather" => run(bytes, Gather::run),
+        "raw" => run(bytes, Raw::run),
         _ => panic!("no fuzz target named {target}"),
     }
 }

@@ -8,6 +8,7 @@ use core::num::NonZeroUsize;
 
 pub use arbitrary;
 
+pub mod alphabet;
 pub mod desc;
 pub mod fuzz;
 

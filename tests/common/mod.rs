@@ -45,6 +45,13 @@ pub fn pairs<T: TestIndex>(max_segs: usize) -> impl Strategy<Value = (Vec<T>, Ve
         .prop_map(|(start, segs)| build::<T>(start, &segs, (1, 1)))
 }
 
+/// Paired arrays made of runs, at least one position long (generated so, not filtered:
+/// rejecting empty inputs aborts runs of many cases with "Too many global rejects").
+pub fn nonempty_pairs<T: TestIndex>(max_segs: usize) -> impl Strategy<Value = (Vec<T>, Vec<T>)> {
+    (start::<T>((1, 1)), prop::collection::vec(seg(), 1..max_segs))
+        .prop_map(|(start, segs)| build::<T>(start, &segs, (1, 1)))
+}
+
 /// Steps for both sides (see `step_of`), and paired arrays made of runs of those steps.
 pub fn strided<T: TestIndex>(
     max_segs: usize,
