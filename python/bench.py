@@ -1,11 +1,20 @@
-"""corun's Python functions against the numpy helper and the Python descriptor loop that
-serving stacks use today, measured side by side in one process (interleaved rounds,
-medians). Prints a Markdown table.
+"""corun's Python functions against SGLang's real code, side by side in one process
+(interleaved rounds, medians), then the targets of issue 15 with met / not met.
+
+SGLang's code is the installed package's own (``pip install --no-deps sglang==0.5.23``,
+loaded from its files by ``sglang_ref``): the helper ``group_concurrent_contiguous``, the
+Mooncake backend's per-layer loop into the three lists ``batch_transfer_sync`` takes, and
+the NIXL backend's loop into the Nx3 arrays ``get_xfer_descs`` takes.
 
     python python/bench.py            # N = 2,048 and 16,384; 0%, 5%, 100% breaks
-    python python/bench.py --quick    # smoke run
+    python python/bench.py --quick    # smoke run (N = 2,048, few rounds)
+
+Each row: one input (int32 page lists), each function timed against the code it
+replaces. Layer buffers: 64 layers x (K, V) = 128, pages of 16 KiB.
 """
 
+import os
+import platform
 import statistics
 import sys
 import time
@@ -14,51 +23,52 @@ import numpy as np
 
 import corun
 
-LAYERS = 64  # x (K, V): 128 layer buffers
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sglang_ref  # noqa: E402
+
+LAYERS = 2 * 64  # layer buffers: 64 layers x (K, V)
 PAGE = 16384
-
-
-def numpy_helper(src, dst):
-    """The numpy helper's algorithm (diff, where, split, tolist), as SGLang runs it."""
-    if src.size == 0 or dst.size == 0:
-        return [], []
-    if src.size != dst.size:
-        raise ValueError("unequal lengths")
-    brk = np.where((np.diff(src) != 1) | (np.diff(dst) != 1))[0] + 1
-    return [g.tolist() for g in np.split(src, brk)], [g.tolist() for g in np.split(dst, brk)]
-
-
-def numpy_runs(src, dst):
-    """The array-native form in numpy: starts and lengths without Python lists."""
-    brk = np.flatnonzero((np.diff(src) != 1) | (np.diff(dst) != 1)) + 1
-    starts = np.concatenate(([0], brk))
-    return src[starts], dst[starts], np.diff(np.concatenate((starts, [src.size])))
-
-
-def python_descriptors(src, dst, src_bases, dst_bases, item_lens):
-    """The per-layer loop of the Mooncake/NIXL backends: group, then for each layer
-    buffer and run append (src_addr, dst_addr, length)."""
-    src_groups, dst_groups = numpy_helper(src, dst)
-    src_addrs, dst_addrs, lengths = [], [], []
-    for sb, db, il in zip(src_bases, dst_bases, item_lens):
-        for sg, dg in zip(src_groups, dst_groups):
-            src_addrs.append(sb + sg[0] * il)
-            dst_addrs.append(db + dg[0] * il)
-            lengths.append(len(sg) * il)
-    return src_addrs, dst_addrs, lengths
+SRC_BASES = [0x7F00_0000_0000 + (b << 30) for b in range(LAYERS)]
+DST_BASES = [0x5500_0000_0000 + (b << 30) for b in range(LAYERS)]
+ITEM_LENS = [PAGE] * LAYERS
+LAYER_PARAMS = list(zip(SRC_BASES, DST_BASES, ITEM_LENS))
 
 
 def make(n, breaks, seed=42):
-    """int32 page indices with each position breaking with probability `breaks`."""
+    """int32 page indices, each position breaking with probability `breaks` (on the
+    source, and on the destination at half of those places)."""
     rng = np.random.default_rng(seed)
     step = np.ones(n, dtype=np.int64)
     brk = rng.random(n) < breaks
     step[brk] = rng.integers(2, 1000, size=int(brk.sum()))
     src = (1000 + np.cumsum(step)).astype(np.int32)
     dst = (7 + np.arange(n)).astype(np.int32)
-    dst[brk] += 5  # break the destination at the same places half of the time
+    dst[brk] += 5
     dst = np.where(np.arange(n) % 2 == 0, dst, 7 + np.arange(n)).astype(np.int32)
     return src, dst
+
+
+def numpy_runs(src, dst):
+    """What ``runs`` replaces, in numpy: starts and lengths without Python lists."""
+    brk = np.flatnonzero((np.diff(src) != 1) | (np.diff(dst) != 1)) + 1
+    starts = np.concatenate(([0], brk))
+    return src[starts], dst[starts], np.diff(np.concatenate((starts, [src.size])))
+
+
+def sglang_mooncake(src, dst):
+    return sglang_ref.mooncake_blocks(sglang_ref.group_concurrent_contiguous(src, dst), LAYER_PARAMS)
+
+
+def sglang_nixl(src, dst):
+    return sglang_ref.nixl_reqs(sglang_ref.group_concurrent_contiguous(src, dst), LAYER_PARAMS)
+
+
+def corun_lists(src, dst):
+    return corun.transfer_descriptors(src, dst, SRC_BASES, DST_BASES, ITEM_LENS, form="lists")
+
+
+def corun_nixl(src, dst):
+    return corun.transfer_descriptors(src, dst, SRC_BASES, DST_BASES, ITEM_LENS, form="nixl")
 
 
 def median_seconds(funcs, rounds, min_time):
@@ -80,48 +90,70 @@ def median_seconds(funcs, rounds, min_time):
     return [statistics.median(s) for s in samples]
 
 
+# (name, corun function, what it replaces, that code's name)
+PAIRS = [
+    ("group_concurrent_contiguous", corun.group_concurrent_contiguous,
+     sglang_ref.group_concurrent_contiguous, "SGLang helper"),
+    ("runs", corun.runs, sglang_ref.group_concurrent_contiguous, "SGLang helper"),
+    ("runs", corun.runs, numpy_runs, "numpy diff/flatnonzero"),
+    ("transfer_descriptors(form='lists')", corun_lists, sglang_mooncake,
+     "SGLang Mooncake loop"),
+    ("transfer_descriptors(form='nixl')", corun_nixl, sglang_nixl, "SGLang NIXL loop"),
+]
+
+
+def check_equal(src, dst):
+    """Same answers before anything is timed."""
+    helper = sglang_ref.group_concurrent_contiguous(src, dst)
+    assert corun.group_concurrent_contiguous(src, dst) == helper
+    got = corun.runs(src, dst)
+    assert all(np.array_equal(a, b) for a, b in zip(got, numpy_runs(src, dst)))
+    assert tuple(corun_lists(src, dst)) == tuple(sglang_mooncake(src, dst))
+    assert all(np.array_equal(a, b) for a, b in zip(corun_nixl(src, dst), sglang_nixl(src, dst)))
+    return len(helper[0])
+
+
 def main():
+    if not sglang_ref.available():
+        sys.exit(f"bench.py measures against SGLang's real code: {sglang_ref.INSTALL}")
     quick = "--quick" in sys.argv
-    rounds, min_time = (3, 0.01) if quick else (9, 0.05)
+    rounds, min_time = (3, 0.005) if quick else (11, 0.05)
     sizes = [2048] if quick else [2048, 16384]
-    src_bases = [0x7F00_0000_0000 + (b << 30) for b in range(2 * LAYERS)]
-    dst_bases = [0x5500_0000_0000 + (b << 30) for b in range(2 * LAYERS)]
-    item_lens = [PAGE] * (2 * LAYERS)
-    print(f"medians of {rounds} interleaved rounds; descriptors for {LAYERS} layers x (K, V)\n")
-    print("| N | breaks | runs | numpy helper | group_concurrent_contiguous | speed-up | ints alone | runs() | speed-up | Python descriptor loop | transfer_descriptors | speed-up |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"corun {corun.__version__}, Python {platform.python_version()}, numpy {np.__version__}, "
+          f"{platform.machine()}; medians of {rounds} interleaved rounds; "
+          f"{LAYERS} layer buffers of {PAGE} B pages\n")
+    print("| N | breaks | runs | corun function | replaces | theirs | corun | speed-up |")
+    print("|---|---|---|---|---|---|---|---|")
+    ratios = {}
     for n in sizes:
         for breaks in [0.0, 0.05, 1.0]:
             src, dst = make(n, breaks)
-            # Same answers before anything is timed.
-            assert corun.group_concurrent_contiguous(src, dst) == numpy_helper(src, dst)
-            got = corun.runs(src, dst)
-            assert all((a == b).all() for a, b in zip(got, numpy_runs(src, dst)))
-            want = python_descriptors(src, dst, src_bases, dst_bases, item_lens)
-            got = corun.transfer_descriptors(src, dst, src_bases, dst_bases, item_lens)
-            assert tuple(x.tolist() for x in got) == want
-            t = median_seconds(
-                [
-                    lambda: numpy_helper(src, dst),
-                    lambda: corun.group_concurrent_contiguous(src, dst),
-                    lambda: corun.runs(src, dst),
-                    lambda: python_descriptors(src, dst, src_bases, dst_bases, item_lens),
-                    lambda: corun.transfer_descriptors(src, dst, src_bases, dst_bases, item_lens),
-                    lambda: (src.tolist(), dst.tolist()),
-                ],
-                rounds,
-                min_time,
-            )
-            us = [x * 1e6 for x in t]
-            print(
-                f"| {n} | {breaks:.0%} | {len(got[0]) // (2 * LAYERS)} | {us[0]:.0f} µs | {us[1]:.0f} µs | "
-                f"{t[0] / t[1]:.1f}x | {us[5]:.0f} µs | {us[2]:.1f} µs | {t[0] / t[2]:.0f}x | {us[3]:.0f} µs | "
-                f"{us[4]:.0f} µs | {t[3] / t[4]:.0f}x |"
-            )
-    print("\nspeed-ups: group_concurrent_contiguous and runs() against the numpy helper; "
-          "transfer_descriptors against the Python descriptor loop (helper + per-layer loop). "
-          "ints alone: src.tolist() + dst.tolist(), the cost of making the Python ints that "
-          "any list-of-lists result holds")
+            groups = check_equal(src, dst)
+            funcs = []
+            for _, ours, theirs, _ in PAIRS:
+                funcs += [lambda f=theirs: f(src, dst), lambda f=ours: f(src, dst)]
+            t = median_seconds(funcs, rounds, min_time)
+            for k, (name, _, _, theirs_name) in enumerate(PAIRS):
+                them, us = t[2 * k], t[2 * k + 1]
+                ratios[(n, breaks, name, theirs_name)] = them / us
+                print(f"| {n} | {breaks:.0%} | {groups} | `{name}` | {theirs_name} | "
+                      f"{them * 1e6:,.0f} µs | {us * 1e6:,.1f} µs | {them / us:.1f}x |")
+    n = max(sizes)
+    r = lambda b, name, theirs="SGLang helper": ratios[(n, b, name, theirs)]  # noqa: E731
+    gcc = "group_concurrent_contiguous"
+    targets = [
+        (f"{gcc} at 0% breaks", r(0.0, gcc), 3),
+        (f"{gcc} at 5% breaks", r(0.05, gcc), 10),
+        (f"{gcc} at 100% breaks", r(1.0, gcc), 20),
+        ("runs at 5% breaks (against the helper)", r(0.05, "runs"), 100),
+        ("Mooncake lists, 128 layer buffers, 5% breaks (against SGLang's loop, equal output)",
+         r(0.05, "transfer_descriptors(form='lists')", "SGLang Mooncake loop"), 12),
+        ("slowest corun call against the code it replaces (every input above)",
+         min(ratios.values()), 1),
+    ]
+    print(f"\ntargets (N = {n:,}, int32 pages):")
+    for name, got, goal in targets:
+        print(f"target {name}: {got:.1f}x (goal {goal}x): {'met' if got >= goal else 'not met'}")
 
 
 if __name__ == "__main__":

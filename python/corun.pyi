@@ -1,6 +1,6 @@
 """Concurrent contiguous runs in paired index arrays, and RDMA transfer descriptors."""
 
-from typing import Optional, Sequence, Tuple, Union
+from typing import Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -33,9 +33,19 @@ def transfer_descriptors(
     item_lens: PerLayer,
     *,
     max_bytes: Optional[int] = None,
-) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
-    """``(src_addrs, dst_addrs, lengths)`` for every layer buffer and run, layer-major:
-    ``src_bases[l] + src[start] * item_lens[l]``, likewise for dst, ``run_len *
-    item_lens[l]``; ``max_bytes`` cuts runs into pieces of whole items. Either side empty:
-    empty arrays. Negative indices, addresses past 2**64, zero item lengths, a cap below
-    one item, unequal lengths, uint64 indices from 2**63 with negative ones: ``ValueError``."""
+    form: Literal["arrays", "lists", "nixl"] = "arrays",
+    src_dev_id: int = 0,
+    dst_dev_id: int = 0,
+) -> Union[
+    Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint64]],
+    Tuple[list[int], list[int], list[int]],
+    Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]],
+]:
+    """Descriptors for every layer buffer and run, layer-major: ``src_bases[l] + src[start]
+    * item_lens[l]``, likewise for dst, ``run_len * item_lens[l]``; ``max_bytes`` cuts runs
+    into pieces of whole items. ``form="arrays"``: ``(src_addrs, dst_addrs, lengths)`` uint64
+    arrays; ``"lists"``: the same as lists of ints (Mooncake's ``batch_transfer_sync``);
+    ``"nixl"``: ``(local, remote)`` Nx3 uint64 ``[addr, len, dev_id]`` arrays (NIXL's
+    ``get_xfer_descs``). Either side empty: empty outputs. Negative indices, addresses past
+    2**64, zero item lengths, a cap below one item, unequal lengths, uint64 indices from
+    2**63 with negative ones, an unknown form: ``ValueError``."""

@@ -14,6 +14,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
+mod ints;
+use ints::ToInt;
+
 /// A 1-D integer array, read in place when it can be.
 enum Indices<'py> {
     U32(PyReadonlyArray1<'py, u32>),
@@ -31,16 +34,6 @@ fn elems<'a, T: numpy::Element + Copy>(a: &'a PyReadonlyArray1<'_, T>) -> Cow<'a
 }
 
 impl<'py> Indices<'py> {
-    /// The numpy array.
-    fn array(&self) -> &Bound<'py, PyAny> {
-        match self {
-            Indices::U32(a) => a.as_any(),
-            Indices::I32(a) => a.as_any(),
-            Indices::U64(a) => a.as_any(),
-            Indices::I64(a) => a.as_any(),
-        }
-    }
-
     fn len(&self) -> usize {
         match self {
             Indices::U32(a) => a.len(),
@@ -240,22 +233,39 @@ fn group_concurrent_contiguous<'py>(
     if sl != dl {
         return Err(mismatch("group_concurrent_contiguous", sl, dl));
     }
-    let (src_list, dst_list) =
-        (src.array().call_method0("tolist")?, dst.array().call_method0("tolist")?);
     let spans = with_slices!(&src, &dst, Keep::Runs, |s, d| {
         let (s, d): (&[_], &[_]) = (&s, &d);
         kernel(py, s.len(), || ::corun::group(s, d)).map_err(value_error)?
     });
-    // numpy makes the Python ints in one C loop (`tolist`); each group is a slice of that
-    // list (a pointer copy), so no int is made twice and no Python code runs per group.
-    // The cyclic GC is paused meanwhile: these lists of ints cannot form cycles, and
-    // otherwise every few hundred new groups a collection would walk both whole lists.
+    // The lists are built directly, their ints shared through `ints` (index values recur
+    // from call to call). The cyclic GC is paused meanwhile: these lists of ints cannot
+    // form cycles, and otherwise every few hundred new groups a collection would walk
+    // the young lists.
     let _paused = GcPause::new(py)?;
-    let groups = |all: Bound<'py, PyAny>| -> PyResult<Bound<'py, PyList>> {
-        let all = all.cast_into::<PyList>()?;
-        PyList::new(py, spans.iter().map(|span| all.get_slice(span.start, span.end())))
-    };
-    PyTuple::new(py, [groups(src_list)?, groups(dst_list)?])
+    PyTuple::new(py, [groups(py, &src, &spans)?, groups(py, &dst, &spans)?])
+}
+
+/// One list per span of the side's own values (as `tolist` gives them), in a list.
+fn groups<'py>(py: Python<'py>, idx: &Indices<'py>, spans: &[Span]) -> PyResult<Bound<'py, PyAny>> {
+    fn each<'py, T: numpy::Element + ToInt>(
+        py: Python<'py>,
+        a: &PyReadonlyArray1<'py, T>,
+        spans: &[Span],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let a = elems(a);
+        let mut out = ints::ListBuilder::new(py, spans.len())?;
+        for span in spans {
+            let part = a.get(span.start..span.end()).unwrap_or_default();
+            out.push(ints::int_list(py, part)?)?;
+        }
+        out.finish()
+    }
+    match idx {
+        Indices::U32(a) => each(py, a, spans),
+        Indices::I32(a) => each(py, a, spans),
+        Indices::U64(a) => each(py, a, spans),
+        Indices::I64(a) => each(py, a, spans),
+    }
 }
 
 /// Pauses Python's cyclic garbage collector until dropped (if it was running).
@@ -366,8 +376,16 @@ fn per_layer(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u64>> {
     Ok(out)
 }
 
-/// Transfer descriptors for every layer buffer at once, layer-major:
-/// ``(src_addrs, dst_addrs, lengths)`` as uint64 arrays.
+/// Transfer descriptors for every layer buffer at once, layer-major, in the form the
+/// engine takes (``form``):
+///
+/// - ``"arrays"`` (default): ``(src_addrs, dst_addrs, lengths)``, uint64 arrays.
+/// - ``"lists"``: the same as three lists of Python ints, what Mooncake's
+///   ``batch_transfer_sync`` / ``batch_transfer_sync_write`` take; the lists are built
+///   directly (lengths, which take few values, share their int objects).
+/// - ``"nixl"``: ``(local, remote)``, two Nx3 uint64 arrays of ``[addr, len, dev_id]``
+///   rows, what NIXL's ``get_xfer_descs`` takes, with ``src_dev_id`` and ``dst_dev_id``
+///   (default 0) in the third column.
 ///
 /// For layer ``l`` and run ``r`` (as ``group_concurrent_contiguous`` finds them):
 /// ``src_addrs = src_bases[l] + src[start] * item_lens[l]``, the same on the
@@ -379,7 +397,7 @@ fn per_layer(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u64>> {
 /// uint64 indices from 2**63 on paired with negative ones (no common index type) raise
 /// ``ValueError``.
 #[pyfunction]
-#[pyo3(signature = (src, dst, src_bases, dst_bases, item_lens, *, max_bytes=None))]
+#[pyo3(signature = (src, dst, src_bases, dst_bases, item_lens, *, max_bytes=None, form="arrays", src_dev_id=0, dst_dev_id=0))]
 #[allow(clippy::too_many_arguments)]
 fn transfer_descriptors<'py>(
     py: Python<'py>,
@@ -389,7 +407,20 @@ fn transfer_descriptors<'py>(
     dst_bases: &Bound<'py, PyAny>,
     item_lens: &Bound<'py, PyAny>,
     max_bytes: Option<i128>,
+    form: &str,
+    src_dev_id: u64,
+    dst_dev_id: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let form = match form {
+        "arrays" => Form::Arrays,
+        "lists" => Form::Lists,
+        "nixl" => Form::Nixl(src_dev_id, dst_dev_id),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "form must be \"arrays\", \"lists\" or \"nixl\", got {form:?}"
+            )));
+        }
+    };
     let (sb, db, il) = (
         per_layer(src_bases, "src_bases")?,
         per_layer(dst_bases, "dst_bases")?,
@@ -420,49 +451,107 @@ fn transfer_descriptors<'py>(
     if !empty && s_idx.len() != d_idx.len() {
         return Err(mismatch("transfer_descriptors", s_idx.len(), d_idx.len()));
     }
-    let n = if empty {
-        0
-    } else {
-        with_slices!(&s_idx, &d_idx, Keep::Values, |s, d| {
-            let (s, d): (&[_], &[_]) = (&s, &d);
-            let columns =
-                kernel(py, s.len(), || descriptors(s, d, &layout)).map_err(value_error)?;
-            return columns_to_arrays(py, columns);
-        })
-    };
-    columns_to_arrays(py, [vec![0u64; n], vec![0; n], vec![0; n]])
+    if empty {
+        return emit::<u32>(py, &[], &[], &layout, form);
+    }
+    with_slices!(&s_idx, &d_idx, Keep::Values, |s, d| emit(py, &s, &d, &layout, form))
 }
 
-/// Three columns as a tuple of uint64 arrays (moved, not copied).
-fn columns_to_arrays<'py>(
+/// The forms `transfer_descriptors` returns.
+#[derive(Clone, Copy)]
+enum Form {
+    Arrays,
+    Lists,
+    /// With the source and destination device ids.
+    Nixl(u64, u64),
+}
+
+/// Descriptors written per step into a scratch buffer, for the forms that are not
+/// columns: small enough for L1, large enough that a step's overhead does not show.
+const CHUNK: usize = 256;
+
+/// Every descriptor of `src`/`dst` for `layout`, in `form`: the runs found once (with
+/// the GIL released for large inputs), counted, then written straight into the outputs.
+/// The outputs are numpy's own arrays (its allocator advises huge pages for large ones:
+/// with 4 KiB pages a fresh 16 MiB array costs thousands of page faults) or lists built
+/// in place; nothing of the output's size is allocated in between.
+fn emit<'py, T: Index>(
     py: Python<'py>,
-    columns: [Vec<u64>; 3],
-) -> PyResult<Bound<'py, PyTuple>> {
-    let [a, b, c] = columns;
-    let out: [Bound<'py, PyAny>; 3] = [
-        a.into_pyarray(py).into_any(),
-        b.into_pyarray(py).into_any(),
-        c.into_pyarray(py).into_any(),
-    ];
-    PyTuple::new(py, out)
-}
-
-/// Every descriptor of `src`/`dst` for `layout`, as columns: runs found once, counted,
-/// then written straight into the three arrays returned.
-fn descriptors<T: Index>(
     src: &[T],
     dst: &[T],
     layout: &Layout<'_>,
-) -> Result<[Vec<u64>; 3], desc::Error> {
+    form: Form,
+) -> PyResult<Bound<'py, PyTuple>> {
     let grouper = Grouper::new();
-    let mut spans = vec![Span::default(); grouper.count_runs(src, dst)?];
-    let plan = desc::Plan::new(&grouper, src, dst, &mut spans)?;
-    let n = plan.count_descriptors(layout)?;
-    let mut columns = [vec![0u64; n], vec![0u64; n], vec![0u64; n]];
-    let [sa, da, ln] = &mut columns;
-    let w = plan.descriptors_into_columns(layout, desc::Cursor::default(), sa, da, ln)?;
-    debug_assert!(w.next.is_none() && w.descriptors == n);
-    Ok(columns)
+    let mut spans = vec![Span::default(); grouper.count_runs(src, dst).map_err(value_error)?];
+    let plan = kernel(py, src.len(), || desc::Plan::new(&grouper, src, dst, &mut spans))
+        .map_err(value_error)?;
+    let n = plan.count_descriptors(layout).map_err(value_error)?;
+    // Descriptors in chunks, each handed to `sink`, until all are written.
+    let chunks = |sink: &mut dyn FnMut(&[desc::Descriptor]) -> PyResult<()>| -> PyResult<()> {
+        let mut buf = [desc::Descriptor::default(); CHUNK];
+        let mut cursor = desc::Cursor::default();
+        loop {
+            let w = plan.descriptors_into(layout, cursor, &mut buf).map_err(value_error)?;
+            sink(buf.get(..w.descriptors).unwrap_or_default())?;
+            match w.next {
+                Some(next) => cursor = next,
+                None => return Ok(()),
+            }
+        }
+    };
+    match form {
+        Form::Arrays => {
+            let cols = [0; 3].map(|_| PyArray1::<u64>::zeros(py, n, false));
+            {
+                let [mut sa, mut da, mut ln] = [0, 1, 2].map(|k| cols[k].readwrite());
+                plan.descriptors_into_columns(
+                    layout,
+                    desc::Cursor::default(),
+                    sa.as_slice_mut()?,
+                    da.as_slice_mut()?,
+                    ln.as_slice_mut()?,
+                )
+                .map_err(value_error)?;
+            }
+            PyTuple::new(py, cols)
+        }
+        Form::Lists => {
+            let new = || ints::ListBuilder::new(py, n);
+            let (mut sa, mut da, mut ln) = (new()?, new()?, new()?);
+            // Lengths take few values: shared through a memo. Addresses are all distinct.
+            let mut memo = ints::Memo::new();
+            chunks(&mut |ds| {
+                for d in ds {
+                    sa.push_int(d.src_addr)?;
+                    da.push_int(d.dst_addr)?;
+                    ln.push_memo(&mut memo, d.len)?;
+                }
+                Ok(())
+            })?;
+            PyTuple::new(py, [sa.finish()?, da.finish()?, ln.finish()?])
+        }
+        Form::Nixl(src_dev, dst_dev) => {
+            let rows = [0; 2].map(|_| numpy::PyArray2::<u64>::zeros(py, [n, 3], false));
+            {
+                let [mut local, mut remote] = [0, 1].map(|k| rows[k].readwrite());
+                let (local, remote) = (local.as_slice_mut()?, remote.as_slice_mut()?);
+                let mut at = 0;
+                chunks(&mut |ds| {
+                    for d in ds {
+                        let (l, r) = (local.get_mut(at..at + 3), remote.get_mut(at..at + 3));
+                        if let (Some(l), Some(r)) = (l, r) {
+                            l.copy_from_slice(&[d.src_addr, d.len, src_dev]);
+                            r.copy_from_slice(&[d.dst_addr, d.len, dst_dev]);
+                        }
+                        at += 3;
+                    }
+                    Ok(())
+                })?;
+            }
+            PyTuple::new(py, rows)
+        }
+    }
 }
 
 /// Concurrent contiguous runs in paired index arrays (SIMD, Rust), and RDMA transfer
