@@ -81,13 +81,17 @@ class Pool:
     def bases(self):
         return [self.base + b * self.buffer_bytes for b in range(BUFFERS)]
 
-    def check(self, src, dst, sent=BUFFERS):
+    def check(self, src, dst, sent=BUFFERS, unknown=()):
         """Every page ``dst[i]`` of the first ``sent`` buffers holds prefill page
-        ``src[i]``; every other byte is zero. Clears the pages it checked. Returns an
-        error message or None."""
+        ``src[i]``; every other byte is zero, but in the buffers ``unknown`` (those of a
+        batch an engine failed part-way), which are only cleared. Clears the pages it
+        checked. Returns an error message or None."""
         others = np.ones(self.pages, dtype=bool)
         others[dst] = False
         for b in range(BUFFERS):
+            if b in unknown:
+                self.mem[b] = 0
+                continue
             if b >= sent:
                 if self.mem[b].any():
                     page = int(np.flatnonzero(self.mem[b].any(axis=1))[0])
@@ -164,28 +168,38 @@ class Nixl:
 
     def connect(self, peer_metadata):
         self.peer = self.agent.add_remote_agent(peer_metadata)
+        name = self.peer
+        self.peer_name = name.decode() if isinstance(name, bytes) else str(name)
 
     def run(self, handle, what):
-        """Posts ``handle`` and polls it until done; an error state, or no completion
-        within ``XFER_TIMEOUT``, raises ``TransferError``."""
+        """Posts ``handle`` and polls it until done; an error state, an engine exception,
+        or no completion within ``XFER_TIMEOUT``, raises ``TransferError``."""
         if not handle:
             raise TransferError(f"nixl: {what}: the transfer could not be created")
         try:
-            state = self.agent.transfer(handle)
+            state = self.engine_call(what, self.agent.transfer, handle)
             deadline = time.monotonic() + XFER_TIMEOUT
             while state not in ("DONE", "ERR"):
                 if time.monotonic() > deadline:
                     raise TransferError(f"nixl: {what}: not done after {XFER_TIMEOUT:.0f} s")
-                state = self.agent.check_xfer_state(handle)
+                state = self.engine_call(what, self.agent.check_xfer_state, handle)
             if state == "ERR":
-                raise TransferError(f"nixl: {what} to {self.peer} failed (state ERR)")
+                raise TransferError(f"nixl: {what} to {self.peer_name} failed (state ERR)")
         finally:
             self.agent.release_xfer_handle(handle)
+
+    def engine_call(self, what, f, *args):
+        """``f(*args)``, with NIXL's exceptions (a peer that disconnected, say) raised as
+        ``TransferError`` naming the transfer and the peer."""
+        try:
+            return f(*args)
+        except Exception as e:
+            raise TransferError(f"nixl: {what} to {self.peer_name}: {type(e).__name__}: {e}") from e
 
     def xfer(self, local, remote, what):
         """Nx3 ``[addr, len, dev]`` arrays: descriptor lists, then the transfer."""
         t = time.perf_counter()
-        handle = self.agent.initialize_xfer(
+        handle = self.engine_call(what, self.agent.initialize_xfer,
             "WRITE", self.agent.get_xfer_descs(local, "DRAM"),
             self.agent.get_xfer_descs(remote, "DRAM"), self.peer)
         handoff = time.perf_counter() - t
@@ -221,8 +235,8 @@ def decode_main(engine_name, pool_pages, page_bytes, conn):
             msg = conn.recv()
             if msg[0] == "exit":
                 return
-            _, src, dst, sent = msg
-            conn.send(pool.check(src, dst, sent))
+            _, src, dst, sent, unknown = msg
+            conn.send(pool.check(src, dst, sent, unknown))
     except Exception as e:  # reported to the prefill side, which raises it
         conn.send(("error", f"{type(e).__name__}: {e}"))
 
@@ -254,8 +268,8 @@ class Session:
             raise TransferError("decode process did not answer")
         return self.conn.recv()
 
-    def check(self, src, dst, sent=BUFFERS):
-        self.conn.send(("check", src, dst, sent))
+    def check(self, src, dst, sent=BUFFERS, unknown=()):
+        self.conn.send(("check", src, dst, sent, tuple(unknown)))
         err = self.recv()
         if err is not None:
             raise TransferError(f"verification failed: {err}")
