@@ -2,7 +2,9 @@
 # Builds the C library, checks the committed header against cbindgen's output, and runs
 # the C tests (gcc -std=c99 -Wall -Wextra -Werror -pedantic, AddressSanitizer and
 # UndefinedBehaviorSanitizer) against the static library; builds the RDMA example
-# against libibverbs. Run from anywhere; `.ci/run` calls it.
+# against libibverbs; runs the UCX agent (examples/ucx_agent.c) at a small size over TCP
+# and shared memory, and with a decode side that dies. Run from anywhere; `.ci/run`
+# calls it.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=..
@@ -45,3 +47,24 @@ echo "== example: RDMA WRITE chains against libibverbs (built and linked; no dev
 gcc -std=c99 -Wall -Wextra -Werror -pedantic -O2 -Iinclude examples/post_writes.c "$lib" \
   -libverbs $libs -o "$out/post_writes"
 echo "built $out/post_writes"
+
+echo "== UCX agent: KV pages over TCP and shared memory, every byte verified (ASan + UBSan)"
+gcc "${cflags[@]}" examples/ucx_agent.c "$lib" -lucp -lucs $libs -o "$out/ucx_agent"
+"$out/ucx_agent" --pages 512 --buffers 4 --page-bytes 64 --rounds 1
+
+echo "== UCX agent: a decode side that dies is an error, not a hang"
+# Before any transfer (0) and between transfers (3), over both transports. UCX itself
+# leaks a few bytes on these error paths, so LeakSanitizer is off here.
+for tls in tcp sm; do
+  for after in 0 3; do
+    rc=0
+    ASAN_OPTIONS=detect_leaks=0 timeout 60 "$out/ucx_agent" --pages 256 --buffers 4 \
+      --page-bytes 64 --rounds 1 --tls $tls --decode-exits-after $after >"$out/dead.log" 2>&1 || rc=$?
+    if [ "$rc" != 1 ] || ! grep -q "ucx_agent: FAILED" "$out/dead.log"; then
+      cat "$out/dead.log"
+      echo "ucx_agent with a dead peer ($tls, after $after checks): exit $rc, expected 1" >&2
+      exit 1
+    fi
+    echo "dead peer over $tls after $after checks: $(grep -m1 -E '^(ucx|prefill):' "$out/dead.log" || echo error)"
+  done
+done
