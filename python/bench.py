@@ -8,6 +8,8 @@ the NIXL backend's loop into the Nx3 arrays ``get_xfer_descs`` takes.
 
     python python/bench.py            # N = 2,048 and 16,384; 0%, 5%, 100% breaks
     python python/bench.py --quick    # smoke run (N = 2,048, few rounds)
+    python python/bench.py --corun-only   # corun's calls alone, to compare two builds of
+                                          # it (say SSE2 and target-cpu=native) run in turn
 
 Each row: one input (int32 page lists), each function timed against the code it
 replaces. Layer buffers: 64 layers x (K, V) = 128, pages of 16 KiB.
@@ -113,7 +115,28 @@ def check_equal(src, dst):
     return len(helper[0])
 
 
+def corun_only(rounds, min_time):
+    """corun's calls alone (no SGLang needed): one line per call and input, for comparing
+    builds of corun run one after the other."""
+    calls = [
+        ("group_concurrent_contiguous", corun.group_concurrent_contiguous),
+        ("runs", corun.runs),
+        ("transfer_descriptors(form='arrays')", lambda s, d: corun.transfer_descriptors(
+            s, d, SRC_BASES, DST_BASES, ITEM_LENS)),
+        ("transfer_descriptors(form='lists')", corun_lists),
+        ("transfer_descriptors(form='nixl')", corun_nixl),
+    ]
+    for n in [2048, 16384]:
+        for breaks in [0.0, 0.05, 1.0]:
+            src, dst = make(n, breaks)
+            t = median_seconds([lambda f=f: f(src, dst) for _, f in calls], rounds, min_time)
+            for (name, _), sec in zip(calls, t):
+                print(f"corun_only N={n} breaks={breaks:.0%} call={name} us={sec * 1e6:.1f}")
+
+
 def main():
+    if "--corun-only" in sys.argv:
+        return corun_only(11, 0.05)
     if not sglang_ref.available():
         sys.exit(f"bench.py measures against SGLang's real code: {sglang_ref.INSTALL}")
     quick = "--quick" in sys.argv
