@@ -181,3 +181,24 @@ fn zero_steps_in_the_last_block_keep_their_breaks() {
         }
     }
 }
+
+/// `Runs::size_hint` is exact about what is left: at least one span while positions
+/// remain, at most one per remaining position, nothing once done.
+#[test]
+fn runs_size_hint_bounds_what_is_left() {
+    let src: Vec<u32> = (0..300).map(|i| if i % 7 == 0 { 3 * i } else { i }).collect();
+    let dst: Vec<u32> = (0..300).collect();
+    for grouper in [Grouper::new(), Grouper::new().max_len(NonZeroUsize::new(5).unwrap())] {
+        let mut runs = grouper.runs(&src, &dst).unwrap();
+        loop {
+            let left = src.len() - runs.consumed();
+            let spans_left = runs.clone().count();
+            assert_eq!(runs.size_hint(), (usize::from(left > 0), Some(left)));
+            assert!(runs.size_hint().0 <= spans_left && spans_left <= left);
+            if runs.next().is_none() {
+                break;
+            }
+        }
+        assert_eq!(runs.size_hint(), (0, Some(0)));
+    }
+}
