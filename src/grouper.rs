@@ -158,7 +158,16 @@ impl Grouper {
         let spans = self.count_runs(src, dst)?;
         let mut out = alloc::vec::Vec::new();
         out.try_reserve_exact(spans).map_err(|_| Error::Alloc { spans })?;
-        out.extend(Runs::new(src, dst, self.get_steps(), self.max_len));
+        if self.max_len.is_some() {
+            out.extend(Runs::new(src, dst, self.get_steps(), self.max_len));
+            return Ok(out);
+        }
+        // Without a cap, the block writer of `group_into` (a whole block's spans at once)
+        // fills the exact-size vector: several times faster than the iterator on dense
+        // breaks.
+        out.resize(spans, Span::default());
+        let written = fill(src, dst, self.get_steps(), &mut out).spans;
+        out.truncate(written);
         Ok(out)
     }
 }
