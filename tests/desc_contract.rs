@@ -288,3 +288,30 @@ fn no_descriptor_is_longer_than_a_u64_can_say() {
         ]
     );
 }
+
+#[test]
+fn every_error_says_what_and_where() {
+    use corun::desc::Error;
+    let cases = [
+        (
+            Error::LengthMismatch { src: 3, dst: 2 },
+            "src and dst must have equal lengths, got 3 and 2",
+        ),
+        (Error::ZeroItemLen { layer: 4 }, "layer 4 has an item length of 0"),
+        (Error::CapBelowItem { layer: 1 }, "the byte cap is smaller than one item of layer 1"),
+        (Error::ZeroMaxSge, "max_sge must be at least 1"),
+        (
+            Error::NegativeIndex { layer: 2, position: 9, written: 5 },
+            "negative index at position 9 (layer 2; 5 written before it)",
+        ),
+        (
+            Error::Overflow { layer: 0, position: 1, written: 0 },
+            "address overflows u64 at position 1 (layer 0; 0 written before it)",
+        ),
+        (Error::Alloc { items: 7 }, "could not allocate room for 7 outputs"),
+    ];
+    for (err, text) in cases {
+        assert_eq!(err.to_string(), text);
+        let _: &dyn core::error::Error = &err;
+    }
+}

@@ -293,15 +293,25 @@ pub fn check_gather<T: crate::TestIndex>(
         assert_eq!(r.len, sges.iter().map(|s| s.len).sum::<u64>(), "request length");
     }
 
-    // Resumed through small buffers; `first_sge` is relative to each call's buffer.
+    // Resumed through small buffers, slices and heapless (3 requests, 64 segments) in
+    // turn; `first_sge` is relative to each call's buffer.
     let (mut reqs, mut sges) = (Vec::new(), Vec::new());
     let mut cursor = Some(Cursor::default());
     for (k, &cap) in caps.iter().cycle().enumerate() {
         let Some(c) = cursor else { break };
         assert!(k < want_reqs.len() + 2, "no progress");
-        let mut r = vec![WorkRequest::default(); cap.max(1)];
-        let mut s = vec![Sge::default(); max_sge + cap - 1];
-        let w = plan.gather_into(layout, max_sge, c, &mut r, &mut s).unwrap();
+        let (r, s, w) = if k % 2 == 1 && max_sge <= 64 {
+            let mut r = heapless::Vec::<WorkRequest, 3>::new();
+            let mut s = heapless::Vec::<Sge, 64>::new();
+            let w = plan.gather_into_heapless(layout, max_sge, c, &mut r, &mut s).unwrap();
+            assert_eq!((r.len(), s.len()), (w.requests, w.sges), "heapless lengths");
+            (r.to_vec(), s.to_vec(), w)
+        } else {
+            let mut r = vec![WorkRequest::default(); cap.max(1)];
+            let mut s = vec![Sge::default(); max_sge + cap - 1];
+            let w = plan.gather_into(layout, max_sge, c, &mut r, &mut s).unwrap();
+            (r, s, w)
+        };
         assert!(w.requests > 0 || w.next.is_none(), "no progress with room for a request");
         let base = sges.len();
         reqs.extend(
