@@ -315,3 +315,40 @@ fn every_error_says_what_and_where() {
         let _: &dyn core::error::Error = &err;
     }
 }
+
+/// A cursor at or past the end of its run resumes at the start of the next run, and one
+/// past the last run at the next layer: every writer, both orders where they apply.
+#[test]
+fn a_cursor_past_its_run_resumes_at_the_next() {
+    let src = [10u32, 11, 12, 40, 41, 7, 8, 9, 50];
+    let dst = [0u32, 1, 2, 3, 4, 5, 6, 7, 8];
+    let mut buf = [Span::default(); 8];
+    let plan = Plan::new(&Grouper::new(), &src, &dst, &mut buf).unwrap();
+    let n = plan.spans().len();
+    let at = |layer, span, offset| Cursor { layer, span, offset };
+    let same = [
+        (at(0, 0, 3), at(0, 1, 0)),  // run 0 has 3 pages
+        (at(0, 0, 99), at(0, 1, 0)), // far past it
+        (at(1, 2, 3), at(1, 3, 0)),
+        (at(0, n, 0), at(1, 0, 0)), // past the last run of layer 0
+    ];
+    // Two layers (room for everything) and all 128 (buffers fill up).
+    let all = kv_layers();
+    for layers in [&all[..2], &all[..]] {
+        let layout = Layout::new(layers);
+        for (past, next) in same {
+            let descs = |c| {
+                let mut out = [SENTINEL; 64];
+                let w = plan.descriptors_into(&layout, c, &mut out).unwrap();
+                (w, out)
+            };
+            assert_eq!(descs(past), descs(next), "descriptors from {past:?}");
+            let gather = |c| {
+                let (mut r, mut s) = ([WorkRequest::default(); 64], [Sge::default(); 64]);
+                let w = plan.gather_into(&layout, 4, c, &mut r, &mut s).unwrap();
+                (w, r, s)
+            };
+            assert_eq!(gather(past), gather(next), "gather from {past:?}");
+        }
+    }
+}
