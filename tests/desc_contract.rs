@@ -352,3 +352,24 @@ fn a_cursor_past_its_run_resumes_at_the_next() {
         }
     }
 }
+
+/// Gather lists may end exactly at 2^64 on either side (a segment's source, a request's
+/// destination); one byte more is an error.
+#[test]
+fn gather_may_use_the_last_byte_of_the_address_space() {
+    let src: Vec<u64> = (0..4).collect();
+    let top = u64::MAX - 4 * PAGE + 1;
+    let mut buf = spans(4);
+    let plan = Plan::new(&Grouper::new(), &src, &src, &mut buf).unwrap();
+    for layer in [Layer::new(top, 0, PAGE), Layer::new(0, top, PAGE)] {
+        let (reqs, sges) = plan.gather(&Layout::new(&[layer]), 4).unwrap();
+        assert_eq!(
+            reqs,
+            [WorkRequest { dst_addr: layer.dst_base, len: 4 * PAGE, first_sge: 0, sge_count: 1 }]
+        );
+        assert_eq!(sges, [Sge { addr: layer.src_base, len: 4 * PAGE }]);
+    }
+    for layer in [Layer::new(top + 1, 0, PAGE), Layer::new(0, top + 1, PAGE)] {
+        assert!(matches!(plan.gather(&Layout::new(&[layer]), 4), Err(Error::Overflow { .. })));
+    }
+}
