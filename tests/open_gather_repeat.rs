@@ -2,9 +2,9 @@
 //! the same `Plan::gather_into` call, repeated through a closure, returned two requests
 //! the first time and none afterwards on x86_64 (debug and release builds), while the same
 //! calls written out in a loop agree every time. It passes under Miri (no undefined
-//! behaviour seen) and with the workspace at opt-level 0, and fails at opt-level 1 and 3
-//! (rustc 1.95): a miscompilation, or undefined behaviour Miri cannot see. Not yet
-//! reduced; ignored so that CI stays green, run with
+//! behaviour seen), with the workspace at opt-level 0, and with nightly at opt-level 1;
+//! it fails with stable rustc 1.95 at opt-level 1 and 3: most likely a miscompilation.
+//! Not yet reduced; ignored so that CI stays green, run with
 //! `cargo test --all-features --test open_gather_repeat -- --ignored`.
 #![cfg(feature = "alloc")]
 
