@@ -317,7 +317,7 @@ fn every_error_says_what_and_where() {
 }
 
 /// A cursor at or past the end of its run resumes at the start of the next run, and one
-/// past the last run at the next layer (the descriptor writer).
+/// past the last run at the next layer (the descriptor and gather writers).
 #[test]
 fn a_cursor_past_its_run_resumes_at_the_next() {
     let src = [10u32, 11, 12, 40, 41, 7, 8, 9, 50];
@@ -343,6 +343,12 @@ fn a_cursor_past_its_run_resumes_at_the_next() {
                 (w, out)
             };
             assert_eq!(descs(past), descs(next), "descriptors from {past:?}");
+            let gather = |c| {
+                let (mut r, mut s) = ([WorkRequest::default(); 64], [Sge::default(); 64]);
+                let w = plan.gather_into(&layout, 4, c, &mut r, &mut s).unwrap();
+                (w, r, s)
+            };
+            assert_eq!(gather(past), gather(next), "gather from {past:?}");
         }
     }
 }

@@ -97,7 +97,7 @@ impl<T: Index> Plan<'_, T> {
         sges: &mut [Sge],
     ) -> Result<GatherWritten, Error> {
         let (mut r, mut s) = (Slots { out: requests, len: 0 }, Slots { out: sges, len: 0 });
-        self.gather_emit(layout, max_sge, cursor, &mut r, &mut s)
+        self.gather_emit(layout, max_sge, &cursor, &mut r, &mut s)
     }
 
     /// [`gather_into`](Self::gather_into) appending to `heapless` vectors.
@@ -111,7 +111,7 @@ impl<T: Index> Plan<'_, T> {
         sges: &mut heapless::Vec<Sge, S>,
     ) -> Result<GatherWritten, Error> {
         let (mut r, mut s) = (Tail { out: requests, added: 0 }, Tail { out: sges, added: 0 });
-        self.gather_emit(layout, max_sge, cursor, &mut r, &mut s)
+        self.gather_emit(layout, max_sge, &cursor, &mut r, &mut s)
     }
 
     /// Every work request and segment, in new vectors. `first_sge` indexes the
@@ -125,21 +125,25 @@ impl<T: Index> Plan<'_, T> {
         max_sge: usize,
     ) -> Result<(alloc::vec::Vec<WorkRequest>, alloc::vec::Vec<Sge>), Error> {
         let (mut r, mut s) = (alloc::vec::Vec::new(), alloc::vec::Vec::new());
-        let w = self.gather_emit(layout, max_sge, Cursor::default(), &mut r, &mut s)?;
+        let w = self.gather_emit(layout, max_sge, &Cursor::default(), &mut r, &mut s)?;
         match w.next {
             None => Ok((r, s)),
             Some(_) => Err(Error::Alloc { items: w.requests + 1 }),
         }
     }
 
+    /// The writer loop behind every gather form. `start` is a reference for the reason
+    /// given at [`Plan::emit`].
+    #[inline(never)]
     fn gather_emit(
         &self,
         layout: &Layout<'_>,
         max_sge: usize,
-        mut c: Cursor,
+        start: &Cursor,
         requests: &mut impl Sink<WorkRequest>,
         sges: &mut impl Sink<Sge>,
     ) -> Result<GatherWritten, Error> {
+        let mut c = *start;
         layout.check()?;
         if max_sge == 0 {
             return Err(Error::ZeroMaxSge);

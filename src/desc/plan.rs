@@ -204,7 +204,7 @@ impl<'a, T: Index> Plan<'a, T> {
         cursor: Cursor,
         out: &mut [Descriptor],
     ) -> Result<Written, Error> {
-        self.emit(layout, cursor, &mut Slots { out, len: 0 })
+        self.emit(layout, &cursor, &mut Slots { out, len: 0 })
     }
 
     /// [`descriptors_into`](Self::descriptors_into) into three columns, one per field
@@ -234,7 +234,7 @@ impl<'a, T: Index> Plan<'a, T> {
         dst_addrs: &mut [u64],
         lens: &mut [u64],
     ) -> Result<Written, Error> {
-        self.emit(layout, cursor, &mut Columns { src_addrs, dst_addrs, lens, len: 0 })
+        self.emit(layout, &cursor, &mut Columns { src_addrs, dst_addrs, lens, len: 0 })
     }
 
     /// Appends descriptors to `out` until it is full; the contract of
@@ -246,7 +246,7 @@ impl<'a, T: Index> Plan<'a, T> {
         cursor: Cursor,
         out: &mut heapless::Vec<Descriptor, N>,
     ) -> Result<Written, Error> {
-        self.emit(layout, cursor, &mut Tail { out, added: 0 })
+        self.emit(layout, &cursor, &mut Tail { out, added: 0 })
     }
 
     /// Every descriptor in a new vector of exactly the right size.
@@ -258,7 +258,7 @@ impl<'a, T: Index> Plan<'a, T> {
         let items = self.count_descriptors(layout)?;
         let mut out = alloc::vec::Vec::new();
         out.try_reserve_exact(items).map_err(|_| Error::Alloc { items })?;
-        match self.emit(layout, Cursor::default(), &mut out)? {
+        match self.emit(layout, &Cursor::default(), &mut out)? {
             Written { next: None, .. } => Ok(out),
             Written { .. } => Err(Error::Alloc { items }),
         }
@@ -266,12 +266,20 @@ impl<'a, T: Index> Plan<'a, T> {
 
     /// The one writer loop behind every output form: the cursor walks layers and runs in
     /// the layout's order; [`pieces`](Self::pieces) writes one run of one layer.
+    //
+    // Why `start` is a reference, and this is not inlined: rustc 1.95 and earlier can hand
+    // a closure's by-value argument on in the caller's own memory (rust-lang/rust#155241,
+    // fixed on nightly). A writer that mutated its `Cursor` argument then changed the
+    // caller's cursor, and a repeated call resumed where the last one ended. Writers copy
+    // the start and never write to an argument; `tests/argument_writes.rs` checks it.
+    #[inline(never)]
     fn emit(
         &self,
         layout: &Layout<'_>,
-        mut c: Cursor,
+        start: &Cursor,
         out: &mut impl Sink<Descriptor>,
     ) -> Result<Written, Error> {
+        let mut c = *start;
         layout.check()?;
         let full = |c, count| Written { descriptors: count, next: Some(c) };
         match layout.get_order() {
