@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates the README's performance figures: perf_report for a default build (u32 and
-# u64) and for `-C target-cpu=native` (u32), desc_report (descriptors and gather lists),
-# CSVs and text in benches/results/, and the chart benches/perf.svg. Run on a quiet machine; takes a few minutes.
+# Regenerates the README's performance figures, one perf_report per SIMD backend: the
+# default build (SSE2; u32 and u64), `+avx2`, and `-C target-cpu=native` (AVX-512 where
+# the CPU has it; u32 and u64); desc_report (descriptors and gather lists); the targets
+# (benches/targets.py); CSVs and text in benches/results/, and the chart benches/perf.svg.
+# Run on a quiet machine; takes about 15 minutes. NEON is measured by instruction counts
+# (benches/callgrind.sh), not time: under qemu, time means nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benches/results
@@ -9,11 +12,18 @@ mkdir -p "$out"
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' > "$out/machine.txt"
 echo "$(nproc) cores, $(.ci/cpu-level) (widest SIMD level), rustc $(rustc -V | cut -d' ' -f2)" >> "$out/machine.txt"
 
-cargo run --release --example perf_report -- --csv "$out/default.csv" | tee "$out/default.txt"
-cargo run --release --example perf_report -- --type u64 --csv "$out/default-u64.csv" \
-  | tee "$out/default-u64.txt"
-RUSTFLAGS="-C target-cpu=native" cargo run --release --target-dir target/native \
-  --example perf_report -- --csv "$out/native.csv" | tee "$out/native.txt"
+report() { # name, RUSTFLAGS, perf_report arguments...
+  local name=$1 flags=$2
+  shift 2
+  RUSTFLAGS="$flags" cargo run --release --target-dir "target/perf-$name" --example perf_report \
+    -- --csv "$out/$name.csv" "$@" | tee "$out/$name.txt"
+}
+report default ""
+report default-u64 "" --type u64
+report avx2 "-C target-feature=+avx2"
+report native "-C target-cpu=native"
+report native-u64 "-C target-cpu=native" --type u64
 cargo run --release --example desc_report | tee "$out/desc.txt"
+python3 benches/targets.py "$out/native.csv" "$out/default.csv" | tee "$out/targets.txt"
 python3 benches/perf_chart.py "$out/default.csv" "$out/native.csv" > benches/perf.svg
 echo "wrote $out/ and benches/perf.svg"

@@ -16,7 +16,7 @@ import sys
 
 IMPLS = [("corun", "corun group_into", "#1f77b4"), ("count_runs", "corun count_runs", "#6baed6"),
          ("scalar", "scalar reference", "#d62728"), ("chunk_by", "chunk_by over pairs", "#ff9896"),
-         ("floor", "floor (sum of both arrays)", "#7f7f7f")]
+         ("floor", "floor (sum of src, then of dst)", "#7f7f7f")]
 BAR, GAP, PANEL_H, LEFT, TOP = 5, 8, 260, 60, 40
 
 

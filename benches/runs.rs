@@ -47,7 +47,7 @@ fn bench_type<T: Index + Floor>(c: &mut Criterion, ty: &str, make: workloads::Ma
             g.bench_function(id("naive zip loop"), |b| {
                 b.iter(|| workloads::naive(&src, &dst, &mut out))
             });
-            g.bench_function(id("floor (sum)"), |b| b.iter(|| T::floor(&src, &dst)));
+            g.bench_function(id("floor (two-pass sum)"), |b| b.iter(|| T::floor(&src, &dst)));
             g.finish();
         }
     }

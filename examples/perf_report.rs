@@ -1,5 +1,6 @@
 //! Prints a throughput table for the main workloads: corun against the scalar reference,
-//! `slice::chunk_by` over pairs, and the memory floor, measured side by side in one
+//! `slice::chunk_by` over pairs, and the read floor (two passes: a vectorised sum of `src`,
+//! then of `dst`; see `benches/workloads`), measured side by side in one
 //! process (implementations interleaved, medians of many rounds).
 //!
 //! ```sh

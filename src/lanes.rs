@@ -72,11 +72,20 @@ macro_rules! lanes {
     )*};
 }
 
+#[cfg(not(target_feature = "avx512f"))]
 lanes! {
     u32x8: u32, 8, eq_native, all_zero_native;
     i32x8: i32, 8, eq_native, all_zero_native;
     u64x4: u64, 4, eq_64, all_zero_64;
     i64x4: i64, 4, eq_64, all_zero_64;
+}
+
+#[cfg(target_feature = "avx512f")]
+lanes! {
+    u32x16: u32, 16, eq_native, all_zero_native;
+    i32x16: i32, 16, eq_native, all_zero_native;
+    u64x8: u64, 8, eq_64, all_zero_64;
+    i64x8: i64, 8, eq_64, all_zero_64;
 }
 
 /// The lane types `wide` compares natively.
@@ -99,7 +108,10 @@ macro_rules! native_eq {
         }
     )*};
 }
+#[cfg(not(target_feature = "avx512f"))]
 native_eq!(u32x8, i32x8, u64x4, i64x4);
+#[cfg(target_feature = "avx512f")]
+native_eq!(u32x16, i32x16, u64x8, i64x8);
 
 #[inline(always)]
 fn eq_native<V: NativeEq>(a: V, b: V) -> V {
