@@ -4,7 +4,7 @@
 # the CPU has it; u32 and u64); desc_report (descriptors and gather lists); the targets
 # (benches/targets.py); CSVs and text in benches/results/, and the chart benches/perf.svg.
 # Run on a quiet machine; takes about 15 minutes. NEON is measured by instruction counts
-# (benches/callgrind.sh), not time: under qemu, time means nothing.
+# under qemu (benches/qemu_count.py), not time: under qemu, time means nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benches/results

@@ -18,7 +18,7 @@ use workloads::Structure;
 
 /// Positions per call.
 pub const LEN: usize = 65_536;
-/// Calls per run.
+/// Calls per run (`PROBE_CALLS` overrides: the qemu count logs every block executed).
 pub const CALLS: usize = 20;
 
 fn main() {
@@ -37,7 +37,8 @@ fn main() {
     };
     let (src, dst) = workloads::make_u32(LEN, structure, 42);
     let mut out = vec![corun::Span::default(); corun::scalar::count_runs(&src, &dst).unwrap()];
-    for _ in 0..CALLS {
+    let calls = std::env::var("PROBE_CALLS").ok().and_then(|c| c.parse().ok()).unwrap_or(CALLS);
+    for _ in 0..calls {
         let (src, dst) = (black_box(&src[..]), black_box(&dst[..]));
         match function.as_str() {
             "group_into" => _ = black_box(corun::group_into(src, dst, &mut out)),
