@@ -3,7 +3,7 @@
 use core::fmt::Debug;
 use core::hash::Hash;
 
-use crate::lanes::Lanes;
+use crate::lanes::{self, Lanes};
 
 mod sealed {
     pub trait Sealed {}
@@ -83,12 +83,7 @@ macro_rules! index {
     )*};
 }
 
-// 256-bit vectors (two 128-bit halves on SSE2 and NEON), 512-bit ones where AVX-512 is
-// enabled at compile time: a 64-pair block is then 4 vectors of `u32` instead of 8.
-#[cfg(not(target_feature = "avx512f"))]
-index!(u32 => wide::u32x8, i32 => wide::i32x8, u64 => wide::u64x4, i64 => wide::i64x4);
-#[cfg(target_feature = "avx512f")]
-index!(u32 => wide::u32x16, i32 => wide::i32x16, u64 => wide::u64x8, i64 => wide::i64x8);
+index!(u32 => lanes::U32, i32 => lanes::I32, u64 => lanes::U64, i64 => lanes::I64);
 
 /// `b` follows `a` on a side that steps by `step`: `a + step == b` in exact arithmetic
 /// (every value and step fits in `i128` with room to add). Below both the reference and

@@ -39,9 +39,36 @@ pub trait Lanes:
     fn all_zero(self) -> bool;
 }
 
+/// The vectors each index type uses, chosen here and nowhere else: 256-bit ones (two
+/// 128-bit halves on SSE2 and NEON), 512-bit ones where AVX-512 is enabled at compile
+/// time, so that a 64-pair block is 4 vectors of `u32` instead of 8.
+#[cfg(not(target_feature = "avx512f"))]
+mod pick {
+    pub type U32 = wide::u32x8;
+    pub type I32 = wide::i32x8;
+    pub type U64 = wide::u64x4;
+    pub type I64 = wide::i64x4;
+    /// Lanes of a 32-bit and of a 64-bit vector.
+    pub const W32: usize = 8;
+    pub const W64: usize = 4;
+}
+
+#[cfg(target_feature = "avx512f")]
+mod pick {
+    pub type U32 = wide::u32x16;
+    pub type I32 = wide::i32x16;
+    pub type U64 = wide::u64x8;
+    pub type I64 = wide::i64x8;
+    pub const W32: usize = 16;
+    pub const W64: usize = 8;
+}
+
+pub use pick::{I32, I64, U32, U64};
+use pick::{W32, W64};
+
 macro_rules! lanes {
-    ($($v:ident: $t:ty, $width:literal, $eq_top:ident, $all_zero:ident;)*) => {$(
-        impl Lanes for wide::$v {
+    ($($v:ident: $t:ty, $width:ident, $eq_top:ident, $all_zero:ident;)*) => {$(
+        impl Lanes for $v {
             type Elem = $t;
             const WIDTH: usize = $width;
             #[inline(always)]
@@ -72,20 +99,11 @@ macro_rules! lanes {
     )*};
 }
 
-#[cfg(not(target_feature = "avx512f"))]
 lanes! {
-    u32x8: u32, 8, eq_native, all_zero_native;
-    i32x8: i32, 8, eq_native, all_zero_native;
-    u64x4: u64, 4, eq_64, all_zero_64;
-    i64x4: i64, 4, eq_64, all_zero_64;
-}
-
-#[cfg(target_feature = "avx512f")]
-lanes! {
-    u32x16: u32, 16, eq_native, all_zero_native;
-    i32x16: i32, 16, eq_native, all_zero_native;
-    u64x8: u64, 8, eq_64, all_zero_64;
-    i64x8: i64, 8, eq_64, all_zero_64;
+    U32: u32, W32, eq_native, all_zero_native;
+    I32: i32, W32, eq_native, all_zero_native;
+    U64: u64, W64, eq_64, all_zero_64;
+    I64: i64, W64, eq_64, all_zero_64;
 }
 
 /// The lane types `wide` compares natively.
@@ -96,22 +114,19 @@ trait NativeEq: Copy + Default {
 
 macro_rules! native_eq {
     ($($v:ident),*) => {$(
-        impl NativeEq for wide::$v {
+        impl NativeEq for $v {
             #[inline(always)]
             fn eq(self, other: Self) -> Self {
                 self.simd_eq(other)
             }
             #[inline(always)]
             fn all(self) -> bool {
-                wide::$v::all(self)
+                $v::all(self)
             }
         }
     )*};
 }
-#[cfg(not(target_feature = "avx512f"))]
-native_eq!(u32x8, i32x8, u64x4, i64x4);
-#[cfg(target_feature = "avx512f")]
-native_eq!(u32x16, i32x16, u64x8, i64x8);
+native_eq!(U32, I32, U64, I64);
 
 #[inline(always)]
 fn eq_native<V: NativeEq>(a: V, b: V) -> V {
