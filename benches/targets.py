@@ -27,7 +27,7 @@ def main():
     for size, structure, least in FLOOR:
         r = native.get((size, structure))
         if r is None:
-            print(f"| {size} {structure} >= {least} x floor | not measured | |")
+            print(f"| {size} {structure} >= {least:.2f}x floor | not measured | |")
             continue
         got = float(r["corun"]) / float(r["floor"])
         print(f"| {size} {structure} >= {least:.2f}x floor | {got:.2f}x | {'met' if got >= least else 'not met'} |")

@@ -14,7 +14,8 @@ the NIXL backend's loop into the Nx3 arrays ``get_xfer_descs`` takes.
 Each row: one input (int32 page lists), each function timed against the code it
 replaces; the rows against "CPython list floor" time ``group_concurrent_contiguous``
 against CPython making the same lists of lists at C speed from ints and slices made
-beforehand (``list_floor``): what the lists alone cost, whoever groups. Layer buffers: 64 layers x (K, V) = 128, pages of 16 KiB.
+beforehand (``list_floor``): what the lists alone cost, whoever groups. Layer buffers:
+64 layers x (K, V) = 128, pages of 16 KiB.
 """
 
 import os
