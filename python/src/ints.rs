@@ -59,28 +59,54 @@ pub trait ToInt: Copy {
 ///
 /// # Safety
 /// The thread must be attached to the interpreter.
+#[inline(always)]
 unsafe fn shared(v: u64) -> *mut ffi::PyObject {
     let Some(slot) = usize::try_from(v).ok().filter(|&i| i < limit()).and_then(|i| SLOTS.get(i))
     else {
-        return unsafe { ffi::PyLong_FromUnsignedLongLong(v) };
+        return unsafe { new_int(v) };
     };
-    let mut obj = slot.load(Ordering::Acquire);
+    let obj = slot.load(Ordering::Acquire);
     if obj.is_null() {
-        let made = unsafe { ffi::PyLong_FromUnsignedLongLong(v) };
-        if made.is_null() {
-            return made;
-        }
-        // The table keeps the reference `made` came with; the caller gets another below.
-        obj = match slot.compare_exchange(null_mut(), made, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => made,
-            Err(winner) => {
-                unsafe { ffi::Py_DECREF(made) };
-                winner
-            }
-        };
+        return unsafe { first(slot, v) };
     }
     unsafe { ffi::Py_INCREF(obj) };
     obj
+}
+
+/// [`shared`] for a value whose slot is empty: makes the int and keeps it in the slot.
+///
+/// # Safety
+/// As [`shared`].
+#[cold]
+#[inline(never)]
+unsafe fn first(slot: &AtomicPtr<ffi::PyObject>, v: u64) -> *mut ffi::PyObject {
+    let made = unsafe { new_int(v) };
+    if made.is_null() {
+        return made;
+    }
+    // The table keeps the reference `made` came with; the caller gets another below.
+    let obj = match slot.compare_exchange(null_mut(), made, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => made,
+        Err(winner) => {
+            unsafe { ffi::Py_DECREF(made) };
+            winner
+        }
+    };
+    unsafe { ffi::Py_INCREF(obj) };
+    obj
+}
+
+/// A new int of value `v`. CPython's signed constructor has a fast path for values of one
+/// digit (below 2**30) that the unsigned one lacks (3.11): about 10% of a fresh int.
+///
+/// # Safety
+/// The thread must be attached to the interpreter.
+#[inline(always)]
+unsafe fn new_int(v: u64) -> *mut ffi::PyObject {
+    match i64::try_from(v) {
+        Ok(v) => unsafe { ffi::PyLong_FromLongLong(v) },
+        Err(_) => unsafe { ffi::PyLong_FromUnsignedLongLong(v) },
+    }
 }
 
 macro_rules! to_int {
@@ -155,6 +181,7 @@ pub struct ListBuilder<'py> {
 }
 
 impl<'py> ListBuilder<'py> {
+    #[inline]
     pub fn new(py: Python<'py>, len: usize) -> PyResult<Self> {
         let n = ffi::Py_ssize_t::try_from(len)
             .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("list too long"))?;
@@ -166,22 +193,36 @@ impl<'py> ListBuilder<'py> {
 
     /// Sets the next item to `obj`, a new reference or null with a Python error set.
     ///
+    /// Inlined into the loops that fill lists: out of line, a call per item and its
+    /// `PyResult` through memory cost as much as the item (the errors stay out of line).
+    ///
     /// # Safety
     /// `obj` is null or a valid object pointer whose reference the list takes over.
+    #[inline(always)]
     unsafe fn push_raw(&mut self, obj: *mut ffi::PyObject) -> PyResult<()> {
-        let py = self.list.py();
-        if obj.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        if self.filled == self.len {
-            unsafe { ffi::Py_DECREF(obj) };
-            return Err(pyo3::exceptions::PySystemError::new_err("corun: list overfilled"));
+        if obj.is_null() || self.filled == self.len {
+            return Err(unsafe { self.refuse(obj) });
         }
         // SAFETY: in range, set once, on a new list no other code has seen: what
         // `PyList_SET_ITEM` requires.
         unsafe { ffi::PyList_SET_ITEM(self.list.as_ptr(), self.filled as ffi::Py_ssize_t, obj) };
         self.filled += 1;
         Ok(())
+    }
+
+    /// The error for an item `push_raw` cannot take: the Python error set with a null
+    /// `obj`, or a full list (then `obj`'s reference is dropped).
+    ///
+    /// # Safety
+    /// As `push_raw`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn refuse(&self, obj: *mut ffi::PyObject) -> PyErr {
+        if obj.is_null() {
+            return PyErr::fetch(self.list.py());
+        }
+        unsafe { ffi::Py_DECREF(obj) };
+        pyo3::exceptions::PySystemError::new_err("corun: list overfilled")
     }
 
     /// Sets the next item to the int `v` (shared through the table when it can be).
@@ -199,12 +240,14 @@ impl<'py> ListBuilder<'py> {
     }
 
     /// Sets the next item to `obj`.
+    #[inline]
     pub fn push(&mut self, obj: Bound<'py, PyAny>) -> PyResult<()> {
         // SAFETY: `into_ptr` hands over a valid, owned reference.
         unsafe { self.push_raw(obj.into_ptr()) }
     }
 
     /// The list, once every item is set.
+    #[inline]
     pub fn finish(self) -> PyResult<Bound<'py, PyAny>> {
         if self.filled != self.len {
             return Err(pyo3::exceptions::PySystemError::new_err("corun: list not filled"));
