@@ -64,16 +64,19 @@ fn exact_bits<T: Index>(
     steps: &Steps<T>,
 ) -> u64 {
     let (one_s, one_d) = (steps.src.one, steps.dst.one);
-    let lane_mask = (1u64 << T::Lanes::WIDTH) - 1;
     let s = T::Lanes::split(a_s).zip(T::Lanes::split(b_s));
     let d = T::Lanes::split(a_d).zip(T::Lanes::split(b_d));
-    let mut bits = 0u64;
+    // The vectors cover the block's 64 bits exactly, so the pairs that step are gathered
+    // and negated once (negating each vector's bits made LLVM assemble the mask in
+    // vector registers, a longer chain than these shifts).
+    let mut good = 0u64;
     let mut tops = T::Lanes::splat(T::default()); // zero
     for (k, ((a, b), (c, d))) in s.zip(d).enumerate() {
         let stepped = (b - a).eq_top(one_s) & (d - c).eq_top(one_d);
         tops = tops | if T::SIGNED { b | d } else { a | c };
-        bits |= (!stepped.top_bits() & lane_mask) << (k * T::Lanes::WIDTH);
+        good |= stepped.top_bits() << (k * T::Lanes::WIDTH);
     }
+    let mut bits = !good;
     if tops.top_bits() != 0 {
         bits |= wrap_bits([a_s, b_s, a_d, b_d]);
     }
