@@ -11,8 +11,10 @@
 //! cargo run --release --example perf_report -- --size 64K    # one size: 4K, 64K, 1M or 16M
 //! ```
 //!
-//! Elements/ns counts positions (one src and one dst index each) per nanosecond. The last
-//! line is a one-line summary: corun against the reference and the floor (medians).
+//! Elements/ns counts positions (one src and one dst index each) per nanosecond. "span
+//! writes" reads both arrays and writes a span per position, comparing nothing: the least
+//! any `group_into` does on singletons (see `benches/workloads`). The last line is a
+//! one-line summary: corun against the reference and the floor (medians).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -45,11 +47,13 @@ fn options() -> Options {
     o
 }
 
-/// Median elements/ns of each implementation over interleaved rounds.
-fn measure<T: Index + Floor>(src: &[T], dst: &[T], rounds: usize, min: Duration) -> [f64; 5] {
+/// Median elements/ns of each implementation over interleaved rounds: corun, count_runs,
+/// scalar, chunk_by, the read floor and the span-write floor.
+fn measure<T: Index + Floor>(src: &[T], dst: &[T], rounds: usize, min: Duration) -> [f64; 6] {
     let pairs: Vec<(T, T)> = src.iter().copied().zip(dst.iter().copied()).collect();
     let mut out = vec![Span::default(); corun::count_runs(src, dst).unwrap()];
-    let mut samples: [Vec<f64>; 5] = Default::default();
+    let mut every = vec![Span::default(); src.len()];
+    let mut samples: [Vec<f64>; 6] = Default::default();
     // Calls per sample, so that one sample takes at least `min`.
     let t = Instant::now();
     black_box(corun::scalar::count_runs(src, dst).unwrap());
@@ -63,7 +67,8 @@ fn measure<T: Index + Floor>(src: &[T], dst: &[T], rounds: usize, min: Duration)
                     1 => drop(black_box(corun::count_runs(src, dst).unwrap())),
                     2 => drop(black_box(corun::scalar::group_into(src, dst, &mut out).unwrap())),
                     3 => drop(black_box(workloads::chunk_by(&pairs, &mut out))),
-                    _ => drop(black_box(T::floor(src, dst))),
+                    4 => drop(black_box(T::floor(src, dst))),
+                    _ => T::span_floor(src, dst, black_box(&mut every)),
                 }
             }
             let ns = t.elapsed().as_nanos() as f64 / reps as f64;
@@ -95,10 +100,11 @@ fn report<T: Index + Floor>(o: &Options, make: workloads::Make<T>) -> String {
     let ty = std::any::type_name::<T>();
     println!("elements/ns, {ty}, medians of {rounds} interleaved rounds\n");
     println!(
-        "| size | structure | corun | count_runs | scalar | chunk_by | floor | corun/scalar | corun/floor |"
+        "| size | structure | corun | count_runs | scalar | chunk_by | floor | span writes | corun/scalar | corun/floor | span writes/floor |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
-    let mut csv = String::from("type,size,structure,corun,count_runs,scalar,chunk_by,floor\n");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut csv =
+        String::from("type,size,structure,corun,count_runs,scalar,chunk_by,floor,span_writes\n");
     let (mut vs_scalar, mut vs_floor) = (Vec::new(), Vec::new());
     let chosen = sizes.iter().filter(|(_, name)| o.size.as_deref().is_none_or(|s| s == *name));
     for &(len, size) in chosen {
@@ -106,18 +112,20 @@ fn report<T: Index + Floor>(o: &Options, make: workloads::Make<T>) -> String {
             let (src, dst) = make(len, s, 42);
             let r = measure(&src, &dst, rounds, min);
             println!(
-                "| {size} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1}x | {:.2}x |",
+                "| {size} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1}x | {:.2}x | {:.2}x |",
                 s.name(),
                 r[0],
                 r[1],
                 r[2],
                 r[3],
                 r[4],
+                r[5],
                 r[0] / r[2],
-                r[0] / r[4]
+                r[0] / r[4],
+                r[5] / r[4]
             );
-            csv +=
-                &format!("{ty},{size},{},{},{},{},{},{}\n", s.name(), r[0], r[1], r[2], r[3], r[4]);
+            let [a, b, c, d, e, f] = r;
+            csv += &format!("{ty},{size},{},{a},{b},{c},{d},{e},{f}\n", s.name());
             vs_scalar.push(r[0] / r[2]);
             vs_floor.push(r[0] / r[4]);
         }

@@ -200,6 +200,11 @@ pub fn naive<T: Index>(src: &[T], dst: &[T], out: &mut [Span]) -> usize {
 /// between the two streams; the two-pass sum is stable to a few percent.)
 pub trait Floor: Copy {
     fn floor(src: &[Self], dst: &[Self]) -> u64;
+    /// The span-write floor: read both arrays and write one span per position into
+    /// `out` (as long), comparing nothing. That is the least any `group_into` does on
+    /// singletons, where every position is a span of its own: 16 bytes written per 8 (or
+    /// 16) read, which at 4K positions no longer fits L1 beside the input.
+    fn span_floor(src: &[Self], dst: &[Self], out: &mut [Span]);
 }
 
 macro_rules! floor {
@@ -211,6 +216,11 @@ macro_rules! floor {
                 // emit gathers on AVX-512).
                 let sum = |x: &[$t]| x.iter().fold(0 as $t, |s, &v| s.wrapping_add(v)) as u64;
                 sum(std::hint::black_box(src)).wrapping_add(sum(std::hint::black_box(dst)))
+            }
+            fn span_floor(src: &[Self], dst: &[Self], out: &mut [Span]) {
+                for ((o, &s), &d) in out.iter_mut().zip(src).zip(dst) {
+                    *o = Span { start: s as usize, len: d as usize };
+                }
             }
         }
     )*};
