@@ -13,7 +13,7 @@ shift 2
 for _ in $(seq "$rounds"); do
   for b in "$@"; do
     "$b" --size "$size" --type "${TYPE:-u32}" | grep "^| $size |" |
-      awk -F'|' -v b="$(basename "$b")" '{gsub(/ /, "", $3); gsub(/[ x]/, "", $11); print b, $3, $11}'
+      awk -F'|' -v b="$(basename "$b")" 'NF >= 11 {gsub(/ /, "", $3); gsub(/[ x]/, "", $10); print b, $3, $10}'
   done
 done | python3 -c '
 import collections, statistics, sys
