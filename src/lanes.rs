@@ -48,9 +48,6 @@ mod pick {
     pub type I32 = wide::i32x8;
     pub type U64 = wide::u64x4;
     pub type I64 = wide::i64x4;
-    /// Lanes of a 32-bit and of a 64-bit vector.
-    pub const W32: usize = 8;
-    pub const W64: usize = 4;
 }
 
 #[cfg(target_feature = "avx512f")]
@@ -59,18 +56,16 @@ mod pick {
     pub type I32 = wide::i32x16;
     pub type U64 = wide::u64x8;
     pub type I64 = wide::i64x8;
-    pub const W32: usize = 16;
-    pub const W64: usize = 8;
 }
 
 pub use pick::{I32, I64, U32, U64};
-use pick::{W32, W64};
 
 macro_rules! lanes {
-    ($($v:ident: $t:ty, $width:ident, $eq_top:ident, $all_zero:ident;)*) => {$(
+    ($($v:ident: $t:ty, $eq_top:ident, $all_zero:ident;)*) => {$(
         impl Lanes for $v {
             type Elem = $t;
-            const WIDTH: usize = $width;
+            // `wide`'s vectors are their lanes and nothing else.
+            const WIDTH: usize = core::mem::size_of::<$v>() / core::mem::size_of::<$t>();
             #[inline(always)]
             fn splat(x: $t) -> Self {
                 Self::splat(x)
@@ -81,7 +76,8 @@ macro_rules! lanes {
             }
             #[inline(always)]
             fn split(block: &[$t; BLOCK]) -> impl Iterator<Item = Self> {
-                block.as_chunks::<$width>().0.iter().map(|c| Self::new(*c))
+                // The chunk length is `new`'s array length: `WIDTH`.
+                block.as_chunks().0.iter().map(|c| Self::new(*c))
             }
             #[inline(always)]
             fn eq_top(self, other: Self) -> Self {
@@ -100,10 +96,10 @@ macro_rules! lanes {
 }
 
 lanes! {
-    U32: u32, W32, eq_native, all_zero_native;
-    I32: i32, W32, eq_native, all_zero_native;
-    U64: u64, W64, eq_64, all_zero_64;
-    I64: i64, W64, eq_64, all_zero_64;
+    U32: u32, eq_native, all_zero_native;
+    I32: i32, eq_native, all_zero_native;
+    U64: u64, eq_64, all_zero_64;
+    I64: i64, eq_64, all_zero_64;
 }
 
 /// The lane types `wide` compares natively.

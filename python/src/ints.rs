@@ -146,7 +146,7 @@ impl Memo {
         let i = (v.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
         let slot = &mut self.slots[i];
         if slot.0 != v || slot.1.is_null() {
-            let made = unsafe { ffi::PyLong_FromUnsignedLongLong(v) };
+            let made = unsafe { new_int(v) };
             if made.is_null() {
                 return made;
             }
