@@ -32,10 +32,9 @@ echo "== header alone: C99 and C++ compile clean"
 printf '#include "corun.h"\nint main(void) { corun_options o = CORUN_OPTIONS_DEFAULT; return (int)o.max_len; }\n' \
   > "$out/header_only.c"
 gcc -std=c99 -Wall -Wextra -Werror -pedantic -Iinclude -c "$out/header_only.c" -o "$out/header_only.o"
-printf '#include "corun.h"\nint main() { return 0; }\n' > "$out/header_only.cpp"
-if command -v g++ >/dev/null; then
-  g++ -std=c++11 -Wall -Wextra -Werror -Iinclude -c "$out/header_only.cpp" -o "$out/header_cpp.o"
-fi
+printf '#include "corun.h"\nint main() { corun_options o = CORUN_OPTIONS_DEFAULT; return (int)o.max_len; }\n' \
+  > "$out/header_only.cpp"
+g++ -std=c++11 -Wall -Wextra -Werror -pedantic -Iinclude -c "$out/header_only.cpp" -o "$out/header_cpp.o"
 
 echo "== C tests (ASan + UBSan)"
 gcc "${cflags[@]}" tests/test_corun.c "$lib" $libs -o "$out/test_corun"

@@ -14,8 +14,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
-/** Grouping options meaning "maximal runs of +1 steps" (the same as passing NULL). */
+/** Grouping options meaning "maximal runs of +1 steps" (the same as passing NULL). C++ has
+ * no compound literals: there it is a braced temporary of the same value. */
+#ifdef __cplusplus
+#define CORUN_OPTIONS_DEFAULT (corun_options{0, 1, 1})
+#else
 #define CORUN_OPTIONS_DEFAULT ((corun_options){0, 1, 1})
+#endif
 
 
 /**
@@ -229,7 +234,8 @@ typedef struct {
 } corun_descriptor;
 
 /**
- * What a descriptor or gather call wrote.
+ * What a descriptor or gather call wrote. Defined after every call, errors included: the
+ * call zeroes it before any other check.
  */
 typedef struct {
   /**
@@ -305,7 +311,8 @@ const char *corun_strerror(int32_t status);
 /**
  * Counts the runs of `src`/`dst` (`uint32_t` indices) into `*count`.
  *
- * `options` may be NULL (maximal runs of +1 steps).
+ * `options` may be NULL (maximal runs of +1 steps). `*count` is 0 after an
+ * error (when `count` is a usable pointer).
  *
  * # Safety
  *
@@ -323,7 +330,8 @@ corun_status corun_count_runs_u32(const uint32_t *src,
  * Writes the runs of `src`/`dst` (`uint32_t` indices) into `out`.
  *
  * Stops at a run boundary when `out` is full; `*progress` says how far it got:
- * call again with `src + consumed`, `dst + consumed`, `len - consumed`.
+ * call again with `src + consumed`, `dst + consumed`, `len - consumed`. After an
+ * error `*progress` is all zero (when `progress` is a usable pointer).
  *
  * # Safety
  *
@@ -343,9 +351,11 @@ corun_status corun_group_u32(const uint32_t *src,
  *
  * The runs are found once per call into `scratch` (size it with the count
  * function). Continues from `*cursor` (zero-initialise it to start) and advances
- * it when `out` fills up; `written->done` is 1 when everything is out. On an
- * error, `written->items` descriptors are valid and nothing after them is
- * written.
+ * it when `out` fills up; `written->done` is 1 when everything is out.
+ * `*written` is defined after every call: it is zeroed first (when `written` is
+ * a usable pointer), so after an early error (a bad pointer, length, overlap or
+ * option) it is all zero, and after an error while writing, `written->items`
+ * descriptors are valid and nothing after them is written.
  *
  * # Safety
  *
@@ -371,6 +381,7 @@ corun_status corun_descriptors_u32(const uint32_t *src,
  * One work request per contiguous destination range, gathering at most `max_sge`
  * source segments; `first_sge` indexes this call's `sges`. Resumes like the
  * descriptor function; stops before a request that does not fit whole.
+ * `*written` is defined after every call, as for the descriptor function.
  *
  * # Safety
  *
@@ -396,7 +407,8 @@ corun_status corun_gather_u32(const uint32_t *src,
 /**
  * Counts the runs of `src`/`dst` (`uint64_t` indices) into `*count`.
  *
- * `options` may be NULL (maximal runs of +1 steps).
+ * `options` may be NULL (maximal runs of +1 steps). `*count` is 0 after an
+ * error (when `count` is a usable pointer).
  *
  * # Safety
  *
@@ -414,7 +426,8 @@ corun_status corun_count_runs_u64(const uint64_t *src,
  * Writes the runs of `src`/`dst` (`uint64_t` indices) into `out`.
  *
  * Stops at a run boundary when `out` is full; `*progress` says how far it got:
- * call again with `src + consumed`, `dst + consumed`, `len - consumed`.
+ * call again with `src + consumed`, `dst + consumed`, `len - consumed`. After an
+ * error `*progress` is all zero (when `progress` is a usable pointer).
  *
  * # Safety
  *
@@ -434,9 +447,11 @@ corun_status corun_group_u64(const uint64_t *src,
  *
  * The runs are found once per call into `scratch` (size it with the count
  * function). Continues from `*cursor` (zero-initialise it to start) and advances
- * it when `out` fills up; `written->done` is 1 when everything is out. On an
- * error, `written->items` descriptors are valid and nothing after them is
- * written.
+ * it when `out` fills up; `written->done` is 1 when everything is out.
+ * `*written` is defined after every call: it is zeroed first (when `written` is
+ * a usable pointer), so after an early error (a bad pointer, length, overlap or
+ * option) it is all zero, and after an error while writing, `written->items`
+ * descriptors are valid and nothing after them is written.
  *
  * # Safety
  *
@@ -462,6 +477,7 @@ corun_status corun_descriptors_u64(const uint64_t *src,
  * One work request per contiguous destination range, gathering at most `max_sge`
  * source segments; `first_sge` indexes this call's `sges`. Resumes like the
  * descriptor function; stops before a request that does not fit whole.
+ * `*written` is defined after every call, as for the descriptor function.
  *
  * # Safety
  *
@@ -487,7 +503,8 @@ corun_status corun_gather_u64(const uint64_t *src,
 /**
  * Counts the runs of `src`/`dst` (`int32_t` indices) into `*count`.
  *
- * `options` may be NULL (maximal runs of +1 steps).
+ * `options` may be NULL (maximal runs of +1 steps). `*count` is 0 after an
+ * error (when `count` is a usable pointer).
  *
  * # Safety
  *
@@ -505,7 +522,8 @@ corun_status corun_count_runs_i32(const int32_t *src,
  * Writes the runs of `src`/`dst` (`int32_t` indices) into `out`.
  *
  * Stops at a run boundary when `out` is full; `*progress` says how far it got:
- * call again with `src + consumed`, `dst + consumed`, `len - consumed`.
+ * call again with `src + consumed`, `dst + consumed`, `len - consumed`. After an
+ * error `*progress` is all zero (when `progress` is a usable pointer).
  *
  * # Safety
  *
@@ -525,9 +543,11 @@ corun_status corun_group_i32(const int32_t *src,
  *
  * The runs are found once per call into `scratch` (size it with the count
  * function). Continues from `*cursor` (zero-initialise it to start) and advances
- * it when `out` fills up; `written->done` is 1 when everything is out. On an
- * error, `written->items` descriptors are valid and nothing after them is
- * written.
+ * it when `out` fills up; `written->done` is 1 when everything is out.
+ * `*written` is defined after every call: it is zeroed first (when `written` is
+ * a usable pointer), so after an early error (a bad pointer, length, overlap or
+ * option) it is all zero, and after an error while writing, `written->items`
+ * descriptors are valid and nothing after them is written.
  *
  * # Safety
  *
@@ -553,6 +573,7 @@ corun_status corun_descriptors_i32(const int32_t *src,
  * One work request per contiguous destination range, gathering at most `max_sge`
  * source segments; `first_sge` indexes this call's `sges`. Resumes like the
  * descriptor function; stops before a request that does not fit whole.
+ * `*written` is defined after every call, as for the descriptor function.
  *
  * # Safety
  *
@@ -578,7 +599,8 @@ corun_status corun_gather_i32(const int32_t *src,
 /**
  * Counts the runs of `src`/`dst` (`int64_t` indices) into `*count`.
  *
- * `options` may be NULL (maximal runs of +1 steps).
+ * `options` may be NULL (maximal runs of +1 steps). `*count` is 0 after an
+ * error (when `count` is a usable pointer).
  *
  * # Safety
  *
@@ -596,7 +618,8 @@ corun_status corun_count_runs_i64(const int64_t *src,
  * Writes the runs of `src`/`dst` (`int64_t` indices) into `out`.
  *
  * Stops at a run boundary when `out` is full; `*progress` says how far it got:
- * call again with `src + consumed`, `dst + consumed`, `len - consumed`.
+ * call again with `src + consumed`, `dst + consumed`, `len - consumed`. After an
+ * error `*progress` is all zero (when `progress` is a usable pointer).
  *
  * # Safety
  *
@@ -616,9 +639,11 @@ corun_status corun_group_i64(const int64_t *src,
  *
  * The runs are found once per call into `scratch` (size it with the count
  * function). Continues from `*cursor` (zero-initialise it to start) and advances
- * it when `out` fills up; `written->done` is 1 when everything is out. On an
- * error, `written->items` descriptors are valid and nothing after them is
- * written.
+ * it when `out` fills up; `written->done` is 1 when everything is out.
+ * `*written` is defined after every call: it is zeroed first (when `written` is
+ * a usable pointer), so after an early error (a bad pointer, length, overlap or
+ * option) it is all zero, and after an error while writing, `written->items`
+ * descriptors are valid and nothing after them is written.
  *
  * # Safety
  *
@@ -644,6 +669,7 @@ corun_status corun_descriptors_i64(const int64_t *src,
  * One work request per contiguous destination range, gathering at most `max_sge`
  * source segments; `first_sge` indexes this call's `sges`. Resumes like the
  * descriptor function; stops before a request that does not fit whole.
+ * `*written` is defined after every call, as for the descriptor function.
  *
  * # Safety
  *

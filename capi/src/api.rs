@@ -16,6 +16,16 @@ fn status(r: Status) -> corun_status {
     r.err().unwrap_or(CORUN_OK)
 }
 
+/// Zeroes an out-parameter as soon as its pointer is usable (not NULL, aligned), before
+/// any other check: whatever the call then finds wrong, the caller reads a defined value,
+/// never the previous call's. (The pointer must not overlap another argument, as the
+/// header says; an overlap is still reported after this write.)
+fn clear<T: Default>(ptr: *mut T) {
+    if let Ok(p) = ffi::out(ptr) {
+        *p = T::default();
+    }
+}
+
 /// The byte range of one struct behind an out-pointer.
 fn point<T>(ptr: *const T) -> (usize, usize) {
     (ptr as usize, ptr as usize + core::mem::size_of::<T>())
@@ -48,6 +58,7 @@ fn count_runs<T: Index>(
     options: *const corun_options,
     count: *mut usize,
 ) -> Status {
+    clear(count);
     let (s, d) = inputs(src, src_len, dst, dst_len)?;
     let grouper = grouper(options)?;
     disjoint(&[s.range(), point(count)])?;
@@ -69,6 +80,7 @@ fn group<T: Index>(
     out_cap: usize,
     progress: *mut corun_progress,
 ) -> Status {
+    clear(progress);
     let (s, d) = inputs(src, src_len, dst, dst_len)?;
     let grouper = grouper(options)?;
     let o = Buf::new(out as *const corun_span, out_cap)?;
@@ -172,7 +184,6 @@ fn prepare<'a, T: Index>(
         disjoint(&[input, sc.range(), point(cursor), point(written), o1, o2])?;
     }
     let (cursor, written) = (ffi::out(cursor)?, ffi::out(written)?);
-    *written = corun_written::default();
     let plan = plan(&grouper, ffi::read(s), ffi::read(d), ffi::write_as(sc))?;
     Ok(Prepared { plan, layout, cursor, written })
 }
@@ -203,6 +214,7 @@ fn descriptors<T: Index>(
     out_cap: usize,
     written: *mut corun_written,
 ) -> Status {
+    clear(written);
     let o = Buf::new(out as *const corun_descriptor, out_cap)?;
     let p = prepare(
         src,
@@ -243,6 +255,7 @@ fn gather<T: Index>(
     sges_cap: usize,
     written: *mut corun_written,
 ) -> Status {
+    clear(written);
     let r = Buf::new(requests as *const corun_work_request, requests_cap)?;
     let g = Buf::new(sges as *const corun_sge, sges_cap)?;
     let p = prepare(
@@ -310,7 +323,8 @@ macro_rules! typed {
     ($t:ty, $c:literal, $count:ident, $group:ident, $desc:ident, $gather:ident) => {
         #[doc = concat!(" Counts the runs of `src`/`dst` (`", $c, "` indices) into `*count`.")]
         ///
-        /// `options` may be NULL (maximal runs of +1 steps).
+        /// `options` may be NULL (maximal runs of +1 steps). `*count` is 0 after an
+        /// error (when `count` is a usable pointer).
         ///
         /// # Safety
         ///
@@ -331,7 +345,8 @@ macro_rules! typed {
         #[doc = concat!(" Writes the runs of `src`/`dst` (`", $c, "` indices) into `out`.")]
         ///
         /// Stops at a run boundary when `out` is full; `*progress` says how far it got:
-        /// call again with `src + consumed`, `dst + consumed`, `len - consumed`.
+        /// call again with `src + consumed`, `dst + consumed`, `len - consumed`. After an
+        /// error `*progress` is all zero (when `progress` is a usable pointer).
         ///
         /// # Safety
         ///
@@ -354,9 +369,11 @@ macro_rules! typed {
         ///
         /// The runs are found once per call into `scratch` (size it with the count
         /// function). Continues from `*cursor` (zero-initialise it to start) and advances
-        /// it when `out` fills up; `written->done` is 1 when everything is out. On an
-        /// error, `written->items` descriptors are valid and nothing after them is
-        /// written.
+        /// it when `out` fills up; `written->done` is 1 when everything is out.
+        /// `*written` is defined after every call: it is zeroed first (when `written` is
+        /// a usable pointer), so after an early error (a bad pointer, length, overlap or
+        /// option) it is all zero, and after an error while writing, `written->items`
+        /// descriptors are valid and nothing after them is written.
         ///
         /// # Safety
         ///
@@ -388,6 +405,7 @@ macro_rules! typed {
         /// One work request per contiguous destination range, gathering at most `max_sge`
         /// source segments; `first_sge` indexes this call's `sges`. Resumes like the
         /// descriptor function; stops before a request that does not fit whole.
+        /// `*written` is defined after every call, as for the descriptor function.
         ///
         /// # Safety
         ///

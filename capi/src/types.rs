@@ -163,7 +163,8 @@ pub struct corun_cursor {
     pub offset: usize,
 }
 
-/// What a descriptor or gather call wrote.
+/// What a descriptor or gather call wrote. Defined after every call, errors included: the
+/// call zeroes it before any other check.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct corun_written {

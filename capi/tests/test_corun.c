@@ -325,6 +325,110 @@ static void test_errors(void) {
     CHECK(strcmp(corun_strerror(CORUN_ERR_OVERLAP), "two buffers overlap") == 0);
 }
 
+/* Out-parameters are defined after every call: a dirty `written`, `progress` or `count`
+ * (the previous call's, or uninitialised memory) is zero after each early error. */
+static int is_zero(const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (b[i]) return 0;
+    return 1;
+}
+#define DIRTY(x) memset(&(x), 0xAB, sizeof(x))
+
+static void test_out_params_after_errors(void) {
+    uint32_t buf[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint64_t b64[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int32_t bi32[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int64_t bi64[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    corun_span spans[8];
+    corun_progress p;
+    corun_descriptor d[8];
+    corun_cursor cur = {0, 0, 0};
+    corun_written w;
+    corun_layer layer = {0, 0, 4096, 4096, 4096};
+    corun_layout layout = {&layer, 1, 0, CORUN_LAYER_MAJOR};
+    corun_layout bad_order = {&layer, 1, 0, 7};
+    corun_layout null_layers = {NULL, 1, 0, CORUN_LAYER_MAJOR};
+    corun_work_request reqs[4];
+    corun_sge sges[4];
+    size_t count;
+    int k;
+    /* Each early error of the descriptor and gather calls, by number. */
+    for (k = 0; k < 9; k++) {
+        const uint32_t *src = buf, *dst = buf;
+        size_t slen = 8, dlen = 8, scap = 8;
+        const corun_layout *lay = &layout;
+        corun_descriptor *out = d;
+        corun_work_request *rq = reqs;
+        corun_cursor *cp = &cur;
+        corun_status want;
+        switch (k) {
+        case 0: src = NULL; want = CORUN_ERR_NULL; break;
+        case 1: dlen = 7; want = CORUN_ERR_LENGTH_MISMATCH; break;
+        case 2: out = (corun_descriptor *)(void *)spans;
+                rq = (corun_work_request *)(void *)spans; want = CORUN_ERR_OVERLAP; break;
+        case 3: lay = &bad_order; want = CORUN_ERR_INVALID_ARGUMENT; break;
+        case 4: slen = dlen = SIZE_MAX / 2; want = CORUN_ERR_TOO_LONG; break;
+        case 5: lay = NULL; want = CORUN_ERR_NULL; break;
+        case 6: lay = &null_layers; want = CORUN_ERR_NULL; break;
+        case 7: scap = 0; want = CORUN_ERR_SCRATCH_TOO_SMALL; break;
+        default: cp = NULL; want = CORUN_ERR_NULL; break;
+        }
+        DIRTY(w);
+        CHECK(corun_descriptors_u32(src, slen, dst, dlen, NULL, lay, spans, scap, cp, out, 8, &w) ==
+              want);
+        CHECK(is_zero(&w, sizeof w));
+        DIRTY(w);
+        CHECK(corun_gather_u32(src, slen, dst, dlen, NULL, lay, 2, spans, scap, cp, rq, 4, sges, 4,
+                               &w) == want);
+        CHECK(is_zero(&w, sizeof w));
+    }
+    /* The other index types share the code; one early error each proves the wiring. */
+    DIRTY(w);
+    CHECK(corun_descriptors_u64(b64, 8, b64, 7, NULL, &layout, spans, 8, &cur, d, 8, &w) ==
+          CORUN_ERR_LENGTH_MISMATCH && is_zero(&w, sizeof w));
+    DIRTY(w);
+    CHECK(corun_descriptors_i32(bi32, 8, bi32, 7, NULL, &layout, spans, 8, &cur, d, 8, &w) ==
+          CORUN_ERR_LENGTH_MISMATCH && is_zero(&w, sizeof w));
+    DIRTY(w);
+    CHECK(corun_descriptors_i64(bi64, 8, bi64, 7, NULL, &layout, spans, 8, &cur, d, 8, &w) ==
+          CORUN_ERR_LENGTH_MISMATCH && is_zero(&w, sizeof w));
+    DIRTY(w);
+    CHECK(corun_gather_u64(b64, 8, NULL, 8, NULL, &layout, 2, spans, 8, &cur, reqs, 4, sges, 4,
+                           &w) == CORUN_ERR_NULL && is_zero(&w, sizeof w));
+    DIRTY(w);
+    CHECK(corun_gather_i32(bi32, 8, bi32, 8, NULL, &bad_order, 2, spans, 8, &cur, reqs, 4, sges,
+                           4, &w) == CORUN_ERR_INVALID_ARGUMENT && is_zero(&w, sizeof w));
+    DIRTY(w);
+    CHECK(corun_gather_i64(bi64, 8, bi64, 8, NULL, &layout, 0, spans, 8, &cur, reqs, 4, sges, 4,
+                           &w) == CORUN_ERR_ZERO_MAX_SGE && is_zero(&w, sizeof w));
+    /* A success after a dirty start is fully defined too. */
+    DIRTY(w);
+    memset(&cur, 0, sizeof cur);
+    CHECK(corun_descriptors_u32(buf, 8, buf, 8, NULL, &layout, spans, 8, &cur, d, 8, &w) ==
+              CORUN_OK &&
+          w.items == 1 && w.done == 1 && w.sges == 0 && w.error_layer == 0 &&
+          w.error_position == 0);
+    /* count and progress. */
+    DIRTY(count);
+    CHECK(corun_count_runs_u32(buf, 8, buf, 7, NULL, &count) == CORUN_ERR_LENGTH_MISMATCH &&
+          count == 0);
+    DIRTY(count);
+    CHECK(corun_count_runs_i64(NULL, 2, bi64, 2, NULL, &count) == CORUN_ERR_NULL && count == 0);
+    DIRTY(p);
+    CHECK(corun_group_u32(buf, 8, buf, 7, NULL, spans, 8, &p) == CORUN_ERR_LENGTH_MISMATCH &&
+          is_zero(&p, sizeof p));
+    DIRTY(p);
+    CHECK(corun_group_u64(b64, 8, b64, 8, NULL, (corun_span *)(void *)b64, 2, &p) ==
+              CORUN_ERR_OVERLAP &&
+          is_zero(&p, sizeof p));
+    DIRTY(p);
+    CHECK(corun_group_i32(bi32, SIZE_MAX / 2, bi32, SIZE_MAX / 2, NULL, spans, 8, &p) ==
+              CORUN_ERR_TOO_LONG &&
+          is_zero(&p, sizeof p));
+}
+
 int main(void) {
     test_group_u32();
     test_group_u64();
@@ -334,6 +438,7 @@ int main(void) {
     test_descriptors();
     test_gather();
     test_errors();
+    test_out_params_after_errors();
     printf("%d checks, %d failed\n", checks, failures);
     return failures != 0;
 }

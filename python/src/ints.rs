@@ -9,8 +9,9 @@
 //!
 //! Memory: the table covers the values `0..TABLE` (2**20): 8 MiB of pointers, which the
 //! OS maps only where written, plus about 32 bytes per int object made, 32 MiB at the
-//! very most; made objects live as long as the process. `CORUN_INT_CACHE=N` at import
-//! lowers the bound to `N` values (`0` turns the table off).
+//! very most; made objects live as long as the process. `CORUN_INT_CACHE=N`, read once
+//! when the module is imported, lowers the bound to `N` values (`0` turns the table off);
+//! a value that is not a whole number from 0 to 2**20 is a `ValueError` at import.
 //!
 //! Threads: a slot is an `AtomicPtr`, filled once by compare-and-swap (a thread that
 //! loses the race drops its own object and uses the winner's), and handing out a
@@ -34,16 +35,36 @@ const TABLE: usize = 1 << 20;
 
 static SLOTS: [AtomicPtr<ffi::PyObject>; TABLE] = [const { AtomicPtr::new(null_mut()) }; TABLE];
 
-/// The bound in force: `TABLE`, or lower by `CORUN_INT_CACHE`.
+static LIMIT: OnceLock<usize> = OnceLock::new();
+
+/// The bound in force: `TABLE`, or lower by `CORUN_INT_CACHE` (set by [`configure`]).
+#[inline(always)]
 fn limit() -> usize {
-    static LIMIT: OnceLock<usize> = OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::env::var("CORUN_INT_CACHE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(TABLE)
-            .min(TABLE)
-    })
+    LIMIT.get().copied().unwrap_or(TABLE)
+}
+
+/// Reads `CORUN_INT_CACHE`, once, when the module is imported: a whole number of values
+/// from 0 to 2**20 (0 turns the table off). Anything else is a `ValueError` at import
+/// naming the value, rather than a table of a size nobody asked for.
+pub fn configure() -> PyResult<()> {
+    let value = match std::env::var("CORUN_INT_CACHE") {
+        Err(std::env::VarError::NotPresent) => TABLE,
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n <= TABLE && !v.trim().starts_with('+') => n,
+            _ => return Err(cache_error(&format!("{v:?}"))),
+        },
+        Err(std::env::VarError::NotUnicode(v)) => return Err(cache_error(&format!("{v:?}"))),
+    };
+    // A second import in the same process (a reload) keeps the first value.
+    let _ = LIMIT.set(value);
+    Ok(())
+}
+
+fn cache_error(got: &str) -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(format!(
+        "CORUN_INT_CACHE must be a whole number of values from 0 to {TABLE} (0 turns the \
+         shared int table off), got {got}"
+    ))
 }
 
 /// An integer value that becomes a Python int.
