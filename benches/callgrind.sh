@@ -2,14 +2,19 @@
 # Instruction profile of the kernel: callgrind (with its branch simulator) on the
 # profile_probe example, per 64-position block, for a build with the given RUSTFLAGS
 # (default: -C target-feature=+avx2). Deterministic, so it shows what a change costs on
-# a machine too noisy to time it. Needs valgrind (apt install valgrind).
+# a machine too noisy to time it. Needs valgrind (apt install valgrind). The table goes to
+# results/<machine>/<run>/callgrind-<flags>.txt too.
 #
 #   bash benches/callgrind.sh                        # +avx2
 #   RUSTFLAGS="" bash benches/callgrind.sh           # the default (SSE2) build
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --help ]; then sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
 flags=${RUSTFLAGS--C target-feature=+avx2}
-dir=target/callgrind${flags:+-$(echo "$flags" | tr -c 'a-z0-9' _)}
+slug=$(echo "$flags" | tr -cs 'a-z0-9' - | sed 's/^-//; s/-$//')
+dir=target/callgrind${flags:+-$slug}
+report="$(bash benches/results-dir)/callgrind-${slug:-default}.txt"
+exec > >(tee "$report")
 RUSTFLAGS="$flags" cargo build -q --release --example profile_probe --target-dir "$dir"
 probe=$dir/release/examples/profile_probe
 out=$(mktemp)

@@ -9,7 +9,7 @@ instruction count, and subtracts an idle run (the workload built, no call). Dete
     python3 benches/qemu_count.py mean-16     # some workloads only
 
 Prints the same table as benches/callgrind.sh (instructions only: qemu has no branch
-predictor to simulate).
+predictor to simulate), and writes it to results/<machine>/<run>/qemu-neon.txt.
 """
 import os
 import re
@@ -63,6 +63,12 @@ def instructions(probe, workload, function):
 
 
 def main():
+    if "--help" in sys.argv:
+        sys.exit(print(__doc__))
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import results  # the shared results folder (python/results.py)
+
+    results.tee("qemu-neon.txt")
     probe = build()
     blocks = LEN * CALLS // 64
     print(f"qemu-aarch64 instruction counts, u32 (NEON, {TARGET} release): per 64-position "

@@ -3,7 +3,7 @@
 the two-pass read floor for the native build, u32, and the default build against the
 native one on long runs. Every ratio comes from one CSV, measured side by side.
 
-    python3 benches/targets.py benches/results/native.csv benches/results/default.csv
+    python3 benches/targets.py results/<machine>/<run>/perf-native.csv results/<machine>/<run>/perf-default.csv
 """
 import csv
 import sys

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# A fuzz campaign: each target in turn for SECONDS (default 1800), then its corpus
-# minimised (`cargo fuzz cmin`). Prints one summary line per target and keeps the
-# libFuzzer log of each in fuzz/results/campaign-<target>.log.
+# A fuzz campaign: each target in turn for SECONDS (default 1800), from the committed
+# seeds (tests/fuzz_seeds/) and the local corpus (fuzz/corpus/, not in git), then the
+# corpus minimised (`cargo fuzz cmin`). Prints one summary line per target, also written
+# to results/<machine>/<run>/fuzz-campaign.txt; libFuzzer's log of each target goes to
+# fuzz/logs/campaign-<target>.log (not in git).
 #
 #   bash fuzz/campaign.sh [SECONDS] [TARGET ...]     (default: every target)
 #
@@ -9,19 +11,22 @@
 # cores. A crash stops that target: its input is in fuzz/artifacts/<target>/.
 set -uo pipefail
 cd "$(dirname "$0")"
+if [ "${1:-}" = --help ]; then sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
+summary="../$(bash ../benches/results-dir)/fuzz-campaign.txt"
 secs=${1:-1800}
 shift || true
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   targets=(agree resume max_len mismatch steps descriptors gather raw)
 fi
-mkdir -p results
+mkdir -p logs
 cargo +nightly fuzz build >/dev/null
 for t in "${targets[@]}"; do
-  log=results/campaign-$t.log
-  before=$(find "corpus/$t" -type f | wc -l)
+  log=logs/campaign-$t.log
+  mkdir -p "corpus/$t"
+  before=$(find "corpus/$t" "../tests/fuzz_seeds/$t" -type f | wc -l)
   start=$(date +%s)
-  cargo +nightly fuzz run "$t" -- -max_total_time="$secs" -print_final_stats=1 >"$log" 2>&1
+  bash run.sh "$t" -max_total_time="$secs" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   took=$(($(date +%s) - start))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -34,5 +39,5 @@ for t in "${targets[@]}"; do
   kept=$(find "corpus/$t" -type f | wc -l)
   printf 'campaign target=%s seconds=%s execs=%s cov=%s ft=%s corpus=%s->%s->%s(cmin) findings=%s exit=%s\n' \
     "$t" "$took" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$before" "$grown" "$kept" "$findings" "$rc" |
-    tee -a results/campaign.txt
+    tee -a "$summary"
 done

@@ -6,8 +6,9 @@ loaded from its files by ``sglang_ref``): the helper ``group_concurrent_contiguo
 Mooncake backend's per-layer loop into the three lists ``batch_transfer_sync`` takes, and
 the NIXL backend's loop into the Nx3 arrays ``get_xfer_descs`` takes.
 
-    python python/bench.py            # N = 2,048 and 16,384; 0%, 5%, 100% breaks
-    python python/bench.py --quick    # smoke run (N = 2,048, few rounds)
+    python python/bench.py            # N = 2,048 and 16,384; 0%, 5%, 100% breaks; the
+                                      # report goes to results/<machine>/<run>/python-bench.txt
+    python python/bench.py --quick    # smoke run (N = 2,048, few rounds; writes nothing)
     python python/bench.py --corun-only   # corun's calls alone, to compare two builds of
                                           # it (say SSE2 and target-cpu=native) run in turn
 
@@ -29,6 +30,7 @@ import numpy as np
 import corun
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results
 import sglang_ref  # noqa: E402
 
 LAYERS = 2 * 64  # layer buffers: 64 layers x (K, V)
@@ -157,6 +159,8 @@ def main():
     if not sglang_ref.available():
         sys.exit(f"bench.py measures against SGLang's real code: {sglang_ref.INSTALL}")
     quick = "--quick" in sys.argv
+    if not quick:
+        results.tee("python-bench.txt")
     rounds, min_time = (3, 0.005) if quick else (11, 0.05)
     sizes = [2048] if quick else [2048, 16384]
     print(f"corun {corun.__version__}, Python {platform.python_version()}, numpy {np.__version__}, "

@@ -46,6 +46,7 @@ import corun
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sglang_ref  # noqa: E402
+import results
 import workloads  # noqa: E402
 
 LAYERS = 64
@@ -468,6 +469,8 @@ def main(argv=None):
                     help="Mooncake ways with more descriptors send only the first buffers' "
                          "and scale the transfer time")
     args = ap.parse_args(argv)
+    if not args.quick:
+        results.tee("e2e-" + "-".join(args.engines) + ".txt")
     sizes = args.pages or ([256] if args.quick else [2048, 16384])
     print(f"KV pool: {LAYERS} layers x (K, V) = {BUFFERS} buffers, pool of 4N pages of "
           f"{args.page_bytes} B each side; Mooncake batches of {MOONCAKE_BATCH}; times in ms\n")

@@ -7,6 +7,8 @@
 #   bash python/simd_compare.sh      (from anywhere; venvs under target/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --help ]; then sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
+exec > >(tee "$(bash benches/results-dir)/python-simd.txt")
 for kind in default native; do
   venv=target/simd-$kind
   if [ ! -x "$venv/bin/python" ]; then

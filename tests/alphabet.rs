@@ -1,15 +1,17 @@
 //! Values drawn freely from a small alphabet at the type's limits (see
-//! `corun_testkit::alphabet`), under every pair of steps from 0 to half the range and one
+//! `kit::alphabet`), under every pair of steps from 0 to half the range and one
 //! more, for every length up to 70 and around two and three blocks: each side draws a value
 //! or continues by its step, position by position, and every output form, with and
 //! without a cap, one shot and resumed through 1 to 5 slots, must match the reference.
 //!
 //! Deterministic: a fixed-seed generator picks the values, so a failure names its input.
-#![cfg(feature = "alloc")]
+#![cfg(all(feature = "alloc", feature = "heapless"))]
+
+mod kit;
 
 use corun::Grouper;
-use corun_testkit::TestIndex;
-use corun_testkit::alphabet::{Pick, arrays, check_all, steps};
+use kit::TestIndex;
+use kit::alphabet::{Pick, arrays, check_all, steps};
 
 /// Every length to 70 (the first block, its tail and the next block's start), and
 /// around 128 and 192 (two and three blocks). `ALPHABET_LEN` lowers the first range

@@ -1,7 +1,8 @@
 //! The contract, point by point, and the numpy helper's documented cases adapted to it.
-#![cfg(feature = "alloc")]
+#![cfg(all(feature = "alloc", feature = "heapless"))]
 
 mod common;
+mod kit;
 
 use common::*;
 use core::num::NonZeroUsize;

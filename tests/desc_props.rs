@@ -1,13 +1,14 @@
 //! Property tests of `corun::desc` against `corun::scalar::desc`, for every index type,
 //! on run-built inputs (strided too) and layouts near the limits of `u64` addresses.
-#![cfg(feature = "alloc")]
+#![cfg(all(feature = "alloc", feature = "heapless"))]
 
 mod common;
+mod kit;
 
 use common::*;
 use corun::Grouper;
-use corun_testkit::arbitrary::{Arbitrary, Unstructured};
-use corun_testkit::desc::{LayoutSpec, check_descriptors, check_gather};
+use kit::arbitrary::{Arbitrary, Unstructured};
+use kit::desc::{LayoutSpec, check_descriptors, check_gather};
 use proptest::prelude::*;
 
 /// A layout spec decoded from bytes, as the fuzz targets do.

@@ -1,8 +1,9 @@
 //! Exhaustive tests: every break pattern for every length up to 16, at the start of the
 //! input and straddling a block boundary, and every length across three blocks.
-#![cfg(feature = "alloc")]
+#![cfg(all(feature = "alloc", feature = "heapless"))]
 
 mod common;
+mod kit;
 
 use common::*;
 

@@ -1,9 +1,11 @@
-//! Replays the fuzz corpora (`fuzz/corpus/<target>/`: the hand-made `seed-*` inputs and
-//! the last campaign's minimised corpus; only the seeds with `FUZZ_CORPUS=seeds`, as
-//! under emulation, where the whole corpus takes minutes) and every crash the
-//! fuzzers found (`tests/fuzz_regressions/<target>/<what it found>`) through the same
+//! Replays the hand-made fuzz seeds (`tests/fuzz_seeds/<target>/`), every crash the
+//! fuzzers found (`tests/fuzz_regressions/<target>/<what it found>`) and, where a local
+//! campaign left one, the fuzzer's own corpus (`fuzz/corpus/<target>/`, not in git; skipped
+//! with `FUZZ_CORPUS=seeds`, as under emulation, where it takes minutes) through the same
 //! checks the fuzz targets run.
-#![cfg(feature = "alloc")]
+#![cfg(all(feature = "alloc", feature = "heapless"))]
+
+mod kit;
 
 use std::path::Path;
 
@@ -23,7 +25,7 @@ fn replay_dir(dir: &Path, prefix: &str) -> usize {
             if name.starts_with(prefix) {
                 let bytes = std::fs::read(&path).unwrap();
                 eprintln!("replaying {}", path.display());
-                corun_testkit::fuzz::replay(target, &bytes);
+                kit::fuzz::replay(target, &bytes);
                 replayed += 1;
             }
         }
@@ -33,11 +35,20 @@ fn replay_dir(dir: &Path, prefix: &str) -> usize {
 
 #[test]
 #[cfg_attr(miri, ignore = "file system access")]
-fn corpora_pass() {
+fn seeds_pass() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let seeds_only = std::env::var("FUZZ_CORPUS").is_ok_and(|v| v == "seeds");
-    let n = replay_dir(&root.join("fuzz/corpus"), if seeds_only { "seed-" } else { "" });
-    assert!(n >= TARGETS.len(), "expected fuzz corpora, found {n} files");
+    let n = replay_dir(&root.join("tests/fuzz_seeds"), "seed-");
+    assert!(n >= 8 * TARGETS.len(), "expected the fuzz seeds, found {n} files");
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "file system access")]
+fn local_corpora_pass() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if std::env::var("FUZZ_CORPUS").is_ok_and(|v| v == "seeds") {
+        return;
+    }
+    replay_dir(&root.join("fuzz/corpus"), "");
 }
 
 #[test]

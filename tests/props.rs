@@ -1,13 +1,14 @@
 //! Property tests: every public function against `corun::scalar`, for every index type,
 //! on inputs made of runs with values near the type's limits, and on values drawn freely
 //! from a small alphabet at those limits.
-#![cfg(feature = "alloc")]
+#![cfg(all(feature = "alloc", feature = "heapless"))]
 
 mod common;
+mod kit;
 
 use common::*;
 use corun::Grouper;
-use corun_testkit::alphabet::{self, Pick};
+use kit::alphabet::{self, Pick};
 use proptest::prelude::*;
 
 macro_rules! props {

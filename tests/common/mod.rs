@@ -1,9 +1,9 @@
-//! proptest strategies over the shared input builders of `corun-testkit`.
+//! proptest strategies over the shared input builders of the test kit (`tests/kit/`).
 #![allow(dead_code)]
 
 use core::num::NonZeroUsize;
 
-pub use corun_testkit::*;
+pub use super::kit::*;
 use proptest::prelude::*;
 
 pub fn jump() -> impl Strategy<Value = Jump> {

@@ -1,0 +1,38 @@
+"""Where the Python measurements write: ``results/<machine>/<date>-<commit>/`` (made by
+``benches/results-dir``, which also records the CPU, SIMD level and toolchains)."""
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def directory():
+    """The results folder of this machine and commit (created)."""
+    out = subprocess.run(["bash", os.path.join(ROOT, "benches", "results-dir")],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    return os.path.join(ROOT, out)
+
+
+class _Tee:
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, s):
+        for st in self.streams:
+            st.write(s)
+        return len(s)
+
+    def flush(self):
+        for st in self.streams:
+            st.flush()
+
+
+def tee(name):
+    """From now on, what this process prints also goes to ``<results folder>/<name>``;
+    returns that path."""
+    path = os.path.join(directory(), name)
+    sys.stdout = _Tee(sys.__stdout__, open(path, "w"))
+    print(f"(written to {os.path.relpath(path, ROOT)})")
+    return path

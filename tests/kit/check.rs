@@ -1,0 +1,155 @@
+//! One differential check of every output form against `corun::scalar`, which is itself
+//! checked against the definition on every case (`reference`). Every check panics on a
+//! disagreement: a test failure, or a fuzzer crash.
+
+use core::num::NonZeroUsize;
+
+use corun::{Grouper, Index, Progress, Span, scalar};
+
+use super::build::{SENTINEL, TestIndex};
+
+/// The reference spans, checked against the definition: they partition `0..len` in
+/// order, both sides step by exactly their step inside each, and every boundary is a real
+/// break (or a cut at `max_len`).
+pub fn reference<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) -> Vec<Span> {
+    let spans = scalar::group_with(grouper, src, dst).unwrap();
+    let max = grouper.get_max_len().map_or(usize::MAX, NonZeroUsize::get);
+    let (ss, ds) = grouper.get_steps();
+    let follows = |i: usize| {
+        src[i].wide() + i128::from(ss) == src[i + 1].wide()
+            && dst[i].wide() + i128::from(ds) == dst[i + 1].wide()
+    };
+    let mut pos = 0;
+    for span in &spans {
+        assert_eq!(span.start, pos, "spans must tile the input");
+        assert!(span.len >= 1 && span.len <= max, "span length out of range: {span:?}");
+        assert!((span.start..span.end() - 1).all(follows), "a span holds a break: {span:?}");
+        if span.end() < src.len() {
+            assert!(span.len == max || !follows(span.end() - 1), "span not maximal: {span:?}");
+        }
+        pos = span.end();
+    }
+    assert_eq!(pos, src.len(), "spans must cover the input");
+    spans
+}
+
+/// Every output form of `grouper` against the reference, one shot.
+pub fn check_with<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) {
+    let want = reference(grouper, src, dst);
+    let n = want.len();
+
+    assert_eq!(grouper.count_runs(src, dst), Ok(n), "count_runs");
+    assert_eq!(scalar::count_runs_with(grouper, src, dst), Ok(n), "scalar::count_runs");
+    assert_eq!(grouper.runs(src, dst).unwrap().collect::<Vec<_>>(), want, "runs");
+    assert_eq!(grouper.group(src, dst).unwrap(), want, "group");
+
+    let mut out = vec![SENTINEL; n + 2];
+    let progress = grouper.group_into(src, dst, &mut out[..n + 1]).unwrap();
+    assert_eq!(progress, Progress { consumed: src.len(), spans: n }, "group_into progress");
+    assert_eq!(&out[..n], &want[..], "group_into spans");
+    assert_eq!(out[n..], [SENTINEL; 2], "group_into wrote past its spans");
+
+    if n <= 256 {
+        let mut hv = heapless::Vec::<Span, 256>::new();
+        let progress = grouper.group_into_heapless(src, dst, &mut hv).unwrap();
+        assert_eq!(progress, Progress { consumed: src.len(), spans: n }, "heapless progress");
+        assert_eq!(&hv[..], &want[..], "heapless spans");
+    }
+}
+
+/// Every output form with default options against the reference, plus the free functions.
+pub fn check<T: TestIndex>(src: &[T], dst: &[T]) {
+    check_with(&Grouper::new(), src, dst);
+    let want = scalar::group(src, dst).unwrap();
+    assert_eq!(corun::count_runs(src, dst), Ok(want.len()));
+    assert_eq!(corun::runs(src, dst).unwrap().collect::<Vec<_>>(), want);
+    if want.len() <= 256 {
+        let mut hv = heapless::Vec::<Span, 256>::new();
+        let done = Progress { consumed: src.len(), spans: want.len() };
+        assert_eq!(corun::group_into_heapless(src, dst, &mut hv), Ok(done));
+        assert_eq!(&hv[..], &want[..]);
+    }
+    assert_eq!(corun::group(src, dst).unwrap(), want);
+    let mut out = vec![SENTINEL; want.len()];
+    assert_eq!(
+        corun::group_into(src, dst, &mut out),
+        Ok(Progress { consumed: src.len(), spans: want.len() })
+    );
+    assert_eq!(out, want);
+}
+
+/// Fills buffers of the given capacities in turn (cycling), resuming from `consumed`
+/// each time, and checks that the pieces add up to the one-shot reference.
+pub fn check_resume<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T], caps: &[usize]) {
+    let want = reference(grouper, src, dst);
+    let mut got = Vec::new();
+    let mut pos = 0;
+    for &cap in caps.iter().cycle() {
+        if pos == src.len() {
+            break;
+        }
+        let mut out = vec![SENTINEL; cap + 1];
+        let p = grouper.group_into(&src[pos..], &dst[pos..], &mut out[..cap]).unwrap();
+        assert_eq!(out[cap], SENTINEL, "wrote past the buffer");
+        assert!(p.spans <= cap);
+        assert!(out[p.spans..].iter().all(|s| *s == SENTINEL), "wrote past its spans");
+        if cap > 0 {
+            assert!(p.spans > 0 && p.consumed > 0, "no progress with room for a span");
+        }
+        let spans = &out[..p.spans];
+        assert_eq!(spans.last().map_or(0, Span::end), p.consumed, "consumed != end of last span");
+        got.extend(spans.iter().map(|s| Span { start: s.start + pos, len: s.len }));
+        pos += p.consumed;
+    }
+    assert_eq!(got, want, "resumed output differs from one shot");
+}
+
+/// The same with a `heapless::Vec` of capacity `N`, `pre` slots already taken each time.
+pub fn check_resume_heapless<T: TestIndex, const N: usize>(
+    grouper: &Grouper,
+    src: &[T],
+    dst: &[T],
+    pre: usize,
+) {
+    let pre = pre % N;
+    let want = reference(grouper, src, dst);
+    let mut got = Vec::new();
+    let mut pos = 0;
+    while pos < src.len() {
+        let mut hv = heapless::Vec::<Span, N>::new();
+        for _ in 0..pre {
+            hv.push(SENTINEL).unwrap();
+        }
+        let p = grouper.group_into_heapless(&src[pos..], &dst[pos..], &mut hv).unwrap();
+        assert_eq!(hv.len(), pre + p.spans);
+        assert!(p.spans > 0, "no progress with room for a span");
+        let spans = &hv[pre..];
+        assert_eq!(spans.last().map_or(0, Span::end), p.consumed);
+        got.extend(spans.iter().map(|s| Span { start: s.start + pos, len: s.len }));
+        pos += p.consumed;
+    }
+    assert_eq!(got, want, "resumed heapless output differs from one shot");
+}
+
+/// Unequal lengths: every form returns the error naming both lengths and writes nothing.
+pub fn check_mismatch<T: Index>(src: &[T], dst: &[T]) {
+    assert_ne!(src.len(), dst.len());
+    let err = corun::Error::LengthMismatch { src: src.len(), dst: dst.len() };
+    let with_cap = Grouper::new().max_len(NonZeroUsize::MIN);
+    for grouper in [Grouper::new(), with_cap] {
+        assert_eq!(grouper.count_runs(src, dst), Err(err));
+        assert_eq!(grouper.runs(src, dst).err(), Some(err));
+        assert_eq!(grouper.group(src, dst), Err(err));
+        let mut out = [SENTINEL; 4];
+        assert_eq!(grouper.group_into(src, dst, &mut out), Err(err));
+        assert_eq!(out, [SENTINEL; 4]);
+        let mut hv = heapless::Vec::<corun::Span, 4>::new();
+        assert_eq!(grouper.group_into_heapless(src, dst, &mut hv), Err(err));
+        assert!(hv.is_empty());
+        assert_eq!(scalar::count_runs_with(&grouper, src, dst), Err(err));
+        assert_eq!(scalar::group_with(&grouper, src, dst), Err(err));
+    }
+    assert_eq!(corun::count_runs(src, dst), Err(err));
+    assert_eq!(corun::group(src, dst), Err(err));
+    assert_eq!(corun::runs(src, dst).err(), Some(err));
+}

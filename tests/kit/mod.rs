@@ -1,0 +1,20 @@
+//! Shared by corun's tests and fuzz targets: input builders (`build`: arrays made of runs;
+//! `alphabet`: values drawn freely at the type's limits; `desc`: layouts), the differential
+//! checks against `corun::scalar` (`check`, `desc`), and the fuzz inputs that tie the two
+//! together (`fuzz`).
+//!
+//! Every test crate includes it as a module (`mod kit;`) and the fuzz workspace through
+//! the `corun-testkit` crate, so the tests need nothing outside this repository's `tests/`
+//! and build from the published `.crate` alone.
+#![allow(dead_code, unused_imports)]
+
+pub use arbitrary;
+
+pub mod alphabet;
+pub mod build;
+pub mod check;
+pub mod desc;
+pub mod fuzz;
+
+pub use build::*;
+pub use check::*;
