@@ -64,4 +64,6 @@ def main(paths):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        sys.exit(print(__doc__))
     main(sys.argv[1:])

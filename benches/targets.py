@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks perf_report CSVs against the kernel targets (issue 17): corun group_into over
+"""Checks perf_report CSVs against the kernel's targets: corun group_into over
 the two-pass read floor for the native build, u32, and the default build against the
 native one on long runs. Every ratio comes from one CSV, measured side by side.
 
@@ -21,6 +21,8 @@ def load(path):
 
 
 def main():
+    if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
+        sys.exit(print(__doc__))
     native, default = load(sys.argv[1]), load(sys.argv[2])
     print("| target | measured | |")
     print("|---|---|---|")

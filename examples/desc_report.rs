@@ -42,6 +42,22 @@ fn measure<const K: usize>(rounds: usize, min: Duration, f: [&mut dyn FnMut(); K
 }
 
 fn main() {
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--quick" => {}
+            "--help" | "-h" => {
+                println!(
+                    "usage: desc_report [--quick]\n\nDescriptors and gather lists for 128 layer \
+                     buffers, corun against the naive loop, side by side (see benches/README.md)."
+                );
+                return;
+            }
+            other => {
+                eprintln!("desc_report: unknown argument {other:?} (try --help)");
+                std::process::exit(2);
+            }
+        }
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let (rounds, min) =
         if quick { (3, Duration::from_micros(300)) } else { (15, Duration::from_millis(20)) };

@@ -32,6 +32,14 @@ struct Options {
     size: Option<String>,
 }
 
+const USAGE: &str = "\
+usage: perf_report [--type u32|u64] [--size 4K|64K|1M|16M] [--csv FILE] [--quick]
+
+Throughput of corun's grouping against the scalar reference, slice::chunk_by and a
+two-pass read floor, side by side in one process (medians of interleaved rounds), per
+size and run structure. benches/perf_all.sh runs it for every SIMD backend and keeps
+the output in results/<machine>/<date>-<commit>/ (see benches/README.md).";
+
 fn options() -> Options {
     let mut o = Options { u64: false, quick: false, csv: None, size: None };
     let mut args = std::env::args().skip(1);
@@ -41,7 +49,14 @@ fn options() -> Options {
             "--type" => o.u64 = args.next().as_deref() == Some("u64"),
             "--csv" => o.csv = args.next(),
             "--size" => o.size = args.next(),
-            other => panic!("unknown argument {other}; see the example's docs"),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => {
+                eprintln!("perf_report: unknown argument {other:?}\n\n{USAGE}");
+                std::process::exit(2);
+            }
         }
     }
     o

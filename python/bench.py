@@ -154,6 +154,8 @@ def corun_only(rounds, min_time):
 
 
 def main():
+    if "--help" in sys.argv or "-h" in sys.argv:
+        sys.exit(print(__doc__))
     if "--corun-only" in sys.argv:
         return corun_only(11, 0.05)
     if not sglang_ref.available():

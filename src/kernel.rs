@@ -1,9 +1,44 @@
 //! The SIMD kernel, written once over [`Lanes`]: break bitmasks, a block at a time.
 //!
 //! A *pair* `p` is positions `(p, p + 1)`. It is a *break* unless both `src` and `dst` step
-//! by exactly their step there (+1 unless the caller chose another). For a block of `BLOCK` pairs starting at `base` the kernel loads
-//! `a = x[base..base + BLOCK]` and `b = x[base + 1..base + 1 + BLOCK]` for both arrays and
-//! sets bit `k` of the block's mask when pair `base + k` is a break.
+//! by exactly their step there (+1 unless the caller chose another). For a block of
+//! `BLOCK` (64) pairs starting at `base` the kernel loads `a = x[base..base + BLOCK]` and
+//! `b = x[base + 1..base + 1 + BLOCK]` for both arrays and sets bit `k` of the block's
+//! mask when pair `base + k` is a break. Every output form is built on these masks: the
+//! number of runs is the masks' population count plus one, and the runs end at their set
+//! bits (a `trailing_zeros` loop whose trip count is the block's break count).
+//!
+//! # The algorithm
+//!
+//! ```text
+//! for each block of 64 pairs (the last, partial one copied into a padded block):
+//!     # clean test: one load per vector, as reading the arrays costs
+//!     if src[base] <= MAX - 64*step and dst[base] <= MAX - 64*step   # no wrap possible
+//!        and src[base+64] == src[base] + 64*step and likewise dst:   # the ends agree
+//!         any = 0
+//!         for each vector v of the block:                            # 8 or 16 lanes
+//!             any |= (src[v] ^ (src[base] + iota*step)) | (dst[v] ^ (dst[base] + iota*step))
+//!         if any == 0: skip the block                                # one run, no bits
+//!     # exact bits
+//!     good = 0; tops = 0
+//!     for each vector v:
+//!         stepped = (b_src[v] - a_src[v] == step) & (b_dst[v] - a_dst[v] == step)  # wrapping
+//!         good   |= movemask(stepped) << v*WIDTH
+//!         tops   |= signed ? b_src[v] | b_dst[v] : a_src[v] | a_dst[v]
+//!     bits = !good
+//!     if movemask(tops) != 0:                          # a top bit set: a wrap is possible
+//!         bits |= the pairs whose top bit flips the wrapping way      # wrap_bits, cold
+//!     yield (base, bits)
+//! ```
+//!
+//! Why the top bit: with a step of at most half the range, an unsigned value's top bit
+//! can only fall (1 to 0) by wrapping past `MAX`, a signed value's only rise (0 to 1), so
+//! exact arithmetic needs one wrapping subtraction and one bit test per pair, and real page
+//! indices, whose top bits are clear, skip the wrap pass altogether. Steps over half the
+//! range (defined, never used) take `pair_bits`, one exact test per pair.
+//!
+//! The vector type of each index type and SIMD level is chosen once, in `lanes::pick`;
+//! nothing here names a `wide` type.
 
 use crate::index::{Index, follows_by};
 use crate::lanes::{BLOCK, Lanes};

@@ -44,6 +44,35 @@
 //! [`scalar`] is the one-position-at-a-time reference that every fast path is tested
 //! against.
 //!
+//! # Design
+//!
+//! The layers, from the bottom; each uses only those below it:
+//!
+//! 1. **Index types** (`index`): the sealed [`Index`] trait for `u32`, `i32`, `u64`,
+//!    `i64`, with the one exact step test (`follows_by`) that the kernel and the
+//!    reference both rest on.
+//! 2. **Lanes** (`lanes`): a small vector trait over `wide`'s types (add, xor, compare,
+//!    top-bit mask), and the one place that picks a vector per index type and SIMD level.
+//! 3. **Kernel** (`kernel`, `step`): the break scan, written once over lanes: a 64-bit
+//!    mask of breaks per block of 64 position pairs (its module docs give the algorithm in
+//!    pseudocode).
+//! 4. **Runs** ([`Grouper`], [`Runs`]): spans from the masks into every output form: a
+//!    count, a caller's slice, a `heapless::Vec`, a `Vec`, a lazy iterator; each stops at
+//!    a run boundary when full and says where to resume.
+//! 5. **Descriptors** ([`desc`]): a [`desc::Plan`] holds the runs of one request; a
+//!    [`desc::Layout`] lists the layer buffers; writers turn the two into descriptors or
+//!    RDMA gather lists through one output-sink abstraction, with every address computed
+//!    by checked arithmetic.
+//! 6. **Bindings** (other crates in the repository): the C ABI (`capi/`, where C pointers
+//!    become slices after every check) and the Python module (`python/`, where numpy
+//!    arrays become slices only when aligned and contiguous). The only `unsafe` code is
+//!    there.
+//!
+//! Beside them, [`scalar`] is the oracle: one position at a time, written from the
+//! definition, sharing nothing with the fast paths but the index types, so that a bug in
+//! one cannot hide in the other. Every fast path, index type and SIMD backend is tested
+//! against it.
+//!
 //! # SIMD
 //!
 //! The kernel uses the [`wide`] crate, which picks its instructions when the crate is
@@ -53,6 +82,8 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// On docs.rs (`--cfg docsrs`, nightly), items behind a feature carry its badge.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "alloc")]
 extern crate alloc;

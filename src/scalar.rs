@@ -2,7 +2,9 @@
 //!
 //! Every fast path in corun is tested and fuzzed against these functions. They have the
 //! same contracts as the crate-level functions of the same names; the `_with` forms take
-//! the same [`Grouper`] options.
+//! the same [`Grouper`] options. They share nothing with the fast paths but the types and
+//! the exact step test `follows_by` (in `index`, below both): no kernel, no lanes, no
+//! output writer, so that a bug in one cannot hide in the other.
 //!
 //! ```
 //! let src = [10u32, 11, 12, 40, 41];

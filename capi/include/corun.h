@@ -14,6 +14,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+/** The version as a string, "MAJOR.MINOR.PATCH" (what `corun_version()` returns). */
+#define CORUN_VERSION_STRING "0.1.0"
+
 /** Grouping options meaning "maximal runs of +1 steps" (the same as passing NULL). C++ has
  * no compound literals: there it is a braced temporary of the same value. */
 #ifdef __cplusplus
@@ -22,6 +25,21 @@
 #define CORUN_OPTIONS_DEFAULT ((corun_options){0, 1, 1})
 #endif
 
+
+/**
+ * The major version of corun this header belongs to. 
+ */
+#define CORUN_VERSION_MAJOR 0
+
+/**
+ * The minor version. 
+ */
+#define CORUN_VERSION_MINOR 1
+
+/**
+ * The patch version. 
+ */
+#define CORUN_VERSION_PATCH 0
 
 /**
  * What a call returns. `CORUN_OK` is 0; every other value is an error that
@@ -301,6 +319,12 @@ typedef struct {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * The library's version, `"MAJOR.MINOR.PATCH"` (static, NUL-terminated): compare it with
+ * `CORUN_VERSION_STRING` to check that the library loaded is the one the header is from.
+ */
+const char *corun_version(void);
 
 /**
  * A static, NUL-terminated description of a status code (never NULL; any int is

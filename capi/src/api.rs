@@ -279,6 +279,19 @@ fn gather<T: Index>(
     p.finish(w.next)
 }
 
+/// The library's version, `"MAJOR.MINOR.PATCH"` (static, NUL-terminated): compare it with
+/// `CORUN_VERSION_STRING` to check that the library loaded is the one the header is from.
+#[unsafe(no_mangle)]
+pub extern "C" fn corun_version() -> *const c_char {
+    const VERSION: &core::ffi::CStr = match core::ffi::CStr::from_bytes_with_nul(
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+    ) {
+        Ok(v) => v,
+        Err(_) => c"unknown",
+    };
+    VERSION.as_ptr()
+}
+
 /// A static, NUL-terminated description of a status code (never NULL; any int is
 /// accepted, unknown codes are described as such).
 #[unsafe(no_mangle)]

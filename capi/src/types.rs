@@ -2,6 +2,29 @@
 
 use corun::desc;
 
+/** The major version of corun this header belongs to. */
+pub const CORUN_VERSION_MAJOR: u32 = 0;
+/** The minor version. */
+pub const CORUN_VERSION_MINOR: u32 = 1;
+/** The patch version. */
+pub const CORUN_VERSION_PATCH: u32 = 0;
+
+// The header's version is the crate's: cbindgen exports literals, so they are written out
+// above and checked here against Cargo's at compile time.
+const _: () = {
+    const fn digits(s: &str) -> u32 {
+        let (b, mut i, mut n) = (s.as_bytes(), 0, 0);
+        while i < b.len() {
+            n = n * 10 + (b[i] - b'0') as u32;
+            i += 1;
+        }
+        n
+    }
+    assert!(digits(env!("CARGO_PKG_VERSION_MAJOR")) == CORUN_VERSION_MAJOR);
+    assert!(digits(env!("CARGO_PKG_VERSION_MINOR")) == CORUN_VERSION_MINOR);
+    assert!(digits(env!("CARGO_PKG_VERSION_PATCH")) == CORUN_VERSION_PATCH);
+};
+
 /// What a call returns. `CORUN_OK` is 0; every other value is an error that
 /// `corun_strerror` describes. A full output buffer is not an error: see `corun_progress`
 /// and `corun_written`.

@@ -429,7 +429,17 @@ static void test_out_params_after_errors(void) {
           is_zero(&p, sizeof p));
 }
 
+/* The header's version macros and the library's version agree. */
+static void test_version(void) {
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", CORUN_VERSION_MAJOR, CORUN_VERSION_MINOR,
+             CORUN_VERSION_PATCH);
+    CHECK(strcmp(CORUN_VERSION_STRING, want) == 0);
+    CHECK(strcmp(corun_version(), CORUN_VERSION_STRING) == 0);
+}
+
 int main(void) {
+    test_version();
     test_group_u32();
     test_group_u64();
     test_group_i32();

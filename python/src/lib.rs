@@ -264,7 +264,7 @@ fn desc_error(e: desc::Error, src: &Indices<'_>, dst: &Indices<'_>) -> PyErr {
 /// Concurrent contiguous runs in paired index arrays (SIMD, Rust), and RDMA transfer
 /// descriptors for many layers at once.
 #[pymodule]
-fn corun(m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn _corun(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ints::configure()?;
     m.add_function(wrap_pyfunction!(group_concurrent_contiguous, m)?)?;
     m.add_function(wrap_pyfunction!(runs, m)?)?;

@@ -1,5 +1,11 @@
 //! References for [`crate::desc`]: one page at a time, with exact (`i128`/`u128`)
 //! arithmetic and no cursors, written from the documented contracts.
+//!
+//! The layout checks (`check`), the packing test (`packed`) and the address arithmetic
+//! (`addr`) here are written again, on purpose, rather than taken from `desc`: the oracle
+//! must not share the code it judges, or a bug there would pass as the expected answer.
+//! It shares only the types (and `follows_by`, the one-line exact step test both build
+//! on).
 
 use alloc::vec::Vec;
 

@@ -126,4 +126,3 @@ pub fn build<T: TestIndex>(
     }
     (src, dst)
 }
-

@@ -1,0 +1,10 @@
+"""Concurrent contiguous runs in paired page-index arrays, and the transfer descriptors
+they become (a fast drop-in for SGLang's ``group_concurrent_contiguous``).
+
+The functions are corun's Rust core (``corun._corun``, a compiled extension); see
+``help(corun.transfer_descriptors)`` and the package's README.
+"""
+
+from ._corun import __version__, group_concurrent_contiguous, runs, transfer_descriptors
+
+__all__ = ["__version__", "group_concurrent_contiguous", "runs", "transfer_descriptors"]
