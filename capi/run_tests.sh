@@ -10,9 +10,20 @@ cd "$(dirname "$0")"
 root=..
 target=${CARGO_TARGET_DIR:-$root/target}
 
+need() { # command, what provides it
+  command -v "$1" >/dev/null || { echo "capi/run_tests.sh: $1 is required ($2)" >&2; exit 1; }
+}
+need cbindgen "cargo install cbindgen --locked --version 0.29.4, or bash .ci/setup"
+need gcc "Debian: gcc"
+need g++ "Debian: g++"
+need ucx_info "Debian: libucx-dev ucx-utils"
+rustup toolchain list 2>/dev/null | grep -q '^nightly' ||
+  { echo "capi/run_tests.sh: cbindgen expands macros with nightly Rust (rustup toolchain install nightly)" >&2; exit 1; }
+
 echo "== header: regenerate with cbindgen and compare"
+# cbindgen warns about every private item it skips: keep its errors, not those.
 RUSTUP_TOOLCHAIN=nightly CARGO_TARGET_DIR="$target/cbindgen" \
-  cbindgen --config cbindgen.toml --output "$target/corun.h.generated" 2>/dev/null
+  cbindgen --config cbindgen.toml --output "$target/corun.h.generated" 2> >(grep -v '^WARN: Skip' >&2)
 diff -u include/corun.h "$target/corun.h.generated" || {
   echo "include/corun.h is stale: run cbindgen (see cbindgen.toml) and commit it" >&2
   exit 1

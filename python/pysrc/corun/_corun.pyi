@@ -16,14 +16,15 @@ def group_concurrent_contiguous(
     """Groups positions where both sides advance by exactly 1 (a drop-in for SGLang's
     helper): ``(src_groups, dst_groups)``. Either side empty: ``([], [])``; other unequal
     lengths: ``ValueError``. Contiguity is exact (no int32 wrap); non-1-D input is a
-    ``ValueError``; float and object arrays are a ``TypeError``."""
+    ``ValueError``; float and object arrays, and objects that are not sequences, are a
+    ``TypeError``. Any array layout is accepted (misaligned, strided, byte-swapped)."""
 
 def runs(
     src: IndexArray, dst: IndexArray, *, max_len: Optional[int] = None
 ) -> Tuple[npt.NDArray[np.integer], npt.NDArray[np.integer], npt.NDArray[np.int64]]:
     """``(src_starts, dst_starts, lengths)`` of every run (starts in each input's own dtype,
-    lengths int64); ``max_len`` cuts longer runs into pieces. Unequal lengths:
-    ``ValueError``."""
+    ``np.asarray(src).dtype``; lengths int64); ``max_len`` (an int from 1) cuts longer runs
+    into pieces. Unequal lengths: ``ValueError``; outputs too large: ``MemoryError``."""
 
 def transfer_descriptors(
     src: IndexArray,
@@ -34,8 +35,8 @@ def transfer_descriptors(
     *,
     max_bytes: Optional[int] = None,
     form: Literal["arrays", "lists", "nixl"] = "arrays",
-    src_dev_id: int = 0,
-    dst_dev_id: int = 0,
+    src_dev_id: Optional[int] = 0,
+    dst_dev_id: Optional[int] = 0,
 ) -> Union[
     Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint64]],
     Tuple[list[int], list[int], list[int]],
@@ -48,4 +49,5 @@ def transfer_descriptors(
     ``"nixl"``: ``(local, remote)`` Nx3 uint64 ``[addr, len, dev_id]`` arrays (NIXL's
     ``get_xfer_descs``). Either side empty: empty outputs. Negative indices, addresses past
     2**64, zero item lengths, a cap below one item, unequal lengths, uint64 indices from
-    2**63 with negative ones, an unknown form: ``ValueError``."""
+    2**63 with negative ones, an unknown form: ``ValueError``; outputs too large for memory:
+    ``MemoryError``. Every error names its parameter."""
