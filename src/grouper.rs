@@ -5,6 +5,10 @@ use core::num::NonZeroUsize;
 use crate::error::check_lengths;
 use crate::kernel::{Scan, count_breaks};
 use crate::lanes::BLOCK;
+#[cfg(feature = "heapless")]
+use crate::sink::Tail;
+use crate::sink::{Sink, Slots};
+use crate::step::Steps;
 use crate::{Error, Index, Progress, Runs, Span};
 
 /// Grouping options, applied by its methods. The crate-level functions use the defaults.
@@ -26,17 +30,23 @@ use crate::{Error, Index, Progress, Runs, Span};
 /// ]);
 /// # Ok::<(), corun::Error>(())
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Grouper {
     max_len: Option<NonZeroUsize>,
-    /// `(src, dst)` steps, minus one (so that `Default` gives +1, +1).
-    steps_less_one: (u64, u64),
+    steps: Steps,
+}
+
+impl Default for Grouper {
+    /// [`Grouper::new`]: maximal runs of +1 steps, no cap.
+    fn default() -> Self {
+        Grouper::new()
+    }
 }
 
 impl Grouper {
     /// Maximal runs of +1 steps, no cap.
     pub const fn new() -> Self {
-        Grouper { max_len: None, steps_less_one: (0, 0) }
+        Grouper { max_len: None, steps: Steps::UNIT }
     }
 
     /// Sets the index step of each side (default `(1, 1)`): position `i + 1` continues
@@ -58,13 +68,17 @@ impl Grouper {
     /// ```
     #[must_use]
     pub const fn steps(self, src_step: u64, dst_step: u64) -> Self {
-        let steps_less_one = (src_step.wrapping_sub(1), dst_step.wrapping_sub(1));
-        Grouper { steps_less_one, ..self }
+        Grouper { steps: Steps { src: src_step, dst: dst_step }, ..self }
     }
 
     /// The steps `(src_step, dst_step)` set by [`steps`](Self::steps), `(1, 1)` by default.
     pub const fn get_steps(&self) -> (u64, u64) {
-        (self.steps_less_one.0.wrapping_add(1), self.steps_less_one.1.wrapping_add(1))
+        (self.steps.src, self.steps.dst)
+    }
+
+    /// The steps, as the kernel and the writers take them.
+    pub(crate) const fn step_pair(&self) -> Steps {
+        self.steps
     }
 
     /// Caps run length (say, a DMA or RDMA message limit): a longer run comes out as
@@ -88,18 +102,18 @@ impl Grouper {
         let len = check_lengths(src, dst)?;
         match self.max_len {
             _ if len == 0 => Ok(0),
-            None => Ok(count_breaks(src, dst, self.get_steps()) + 1),
+            None => Ok(count_breaks(src, dst, self.steps) + 1),
             // Runs are never empty; dividing by `NonZeroUsize` has no panic path.
-            Some(max) => Ok(Runs::new(src, dst, self.get_steps(), None)
-                .map(|run| (run.len - 1) / max + 1)
-                .sum()),
+            Some(max) => {
+                Ok(Runs::new(src, dst, self.steps, None).map(|run| (run.len - 1) / max + 1).sum())
+            }
         }
     }
 
     /// A lazy iterator over the spans. Errors: [`Error::LengthMismatch`].
     pub fn runs<'a, T: Index>(&self, src: &'a [T], dst: &'a [T]) -> Result<Runs<'a, T>, Error> {
         check_lengths(src, dst)?;
-        Ok(Runs::new(src, dst, self.get_steps(), self.max_len))
+        Ok(Runs::new(src, dst, self.steps, self.max_len))
     }
 
     /// Writes as many spans as fit into `out`, in order, from `out[0]`.
@@ -117,15 +131,10 @@ impl Grouper {
     ) -> Result<Progress, Error> {
         check_lengths(src, dst)?;
         if self.max_len.is_none() {
-            return Ok(fill(src, dst, self.get_steps(), out));
+            return Ok(fill(src, dst, self.steps, out));
         }
-        let mut runs = Runs::new(src, dst, self.get_steps(), self.max_len);
-        let mut spans = 0;
-        for (slot, span) in out.iter_mut().zip(&mut runs) {
-            *slot = span;
-            spans += 1;
-        }
-        Ok(Progress { consumed: runs.consumed(), spans })
+        let mut runs = Runs::new(src, dst, self.steps, self.max_len);
+        Ok(drain(&mut runs, &mut Slots { out, len: 0 }))
     }
 
     /// Appends as many spans as fit into `out`, with the resume rule of
@@ -138,15 +147,7 @@ impl Grouper {
         out: &mut heapless::Vec<Span, N>,
     ) -> Result<Progress, Error> {
         let mut runs = self.runs(src, dst)?;
-        let mut spans = 0;
-        for span in runs.by_ref() {
-            // A full vector hands the span back: it starts where the next call resumes.
-            if let Err(span) = out.push(span) {
-                return Ok(Progress { consumed: span.start, spans });
-            }
-            spans += 1;
-        }
-        Ok(Progress { consumed: runs.consumed(), spans })
+        Ok(drain(&mut runs, &mut Tail { out, added: 0 }))
     }
 
     /// All spans in a new vector of exactly the right capacity.
@@ -159,17 +160,31 @@ impl Grouper {
         let mut out = alloc::vec::Vec::new();
         out.try_reserve_exact(spans).map_err(|_| Error::Alloc { spans })?;
         if self.max_len.is_some() {
-            out.extend(Runs::new(src, dst, self.get_steps(), self.max_len));
+            // Reserved exactly above: the vector always has room.
+            drain(&mut Runs::new(src, dst, self.steps, self.max_len), &mut out);
             return Ok(out);
         }
         // Without a cap, the block writer of `group_into` (a whole block's spans at once)
         // fills the exact-size vector: several times faster than the iterator on dense
         // breaks.
         out.resize(spans, Span::default());
-        let written = fill(src, dst, self.get_steps(), &mut out).spans;
+        let written = fill(src, dst, self.steps, &mut out).spans;
         out.truncate(written);
         Ok(out)
     }
+}
+
+/// Spans from `runs` into `out` while it has room, asking before each one, so a full
+/// buffer stops at a run boundary and `runs.consumed()` is exactly where to resume: the
+/// resume rule of every output form but the uncapped slice (which [`fill`] writes a block
+/// at a time).
+fn drain<T: Index>(runs: &mut Runs<'_, T>, out: &mut impl Sink<Span>) -> Progress {
+    let before = out.count();
+    while out.room(1) {
+        let Some(span) = runs.next() else { break };
+        out.put(span);
+    }
+    Progress { consumed: runs.consumed(), spans: out.count() - before }
 }
 
 /// [`Grouper::group_into`] without a cap.
@@ -179,7 +194,7 @@ impl Grouper {
 /// count) with no room or bounds check, and a block of singletons is a fixed-count loop
 /// that vectorises. Near the end of `out` the block is cut to the room left.
 #[inline]
-fn fill<T: Index>(src: &[T], dst: &[T], steps: (u64, u64), out: &mut [Span]) -> Progress {
+fn fill<T: Index>(src: &[T], dst: &[T], steps: Steps, out: &mut [Span]) -> Progress {
     let (mut start, mut written) = (0, 0);
     for (base, bits) in Scan::new(src, dst, steps) {
         if let Some(slots) = out.get_mut(written..).and_then(|o| o.first_chunk_mut::<BLOCK>()) {

@@ -42,7 +42,7 @@
 
 use crate::index::{Index, follows_by};
 use crate::lanes::{BLOCK, Lanes};
-use crate::step::Steps;
+use crate::step::{LaneSteps, Steps};
 
 /// Break bits of one block (see the module docs).
 ///
@@ -52,7 +52,7 @@ use crate::step::Steps;
 /// is possible when `x[base] <= MAX - BLOCK * step`; checking that and the last element
 /// first sends most blocks with breaks straight to the exact path.
 #[inline(always)]
-fn block_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
+fn block_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &LaneSteps<T>) -> u64 {
     let [a_s, b_s, a_d, b_d] = block;
     let (s0, d0) = (a_s[0], a_d[0]);
     let (src, dst) = (&steps.src, &steps.dst);
@@ -96,7 +96,7 @@ fn exact_bits<T: Index>(
     b_s: &[T; BLOCK],
     a_d: &[T; BLOCK],
     b_d: &[T; BLOCK],
-    steps: &Steps<T>,
+    steps: &LaneSteps<T>,
 ) -> u64 {
     let (one_s, one_d) = (steps.src.one, steps.dst.one);
     let s = T::Lanes::split(a_s).zip(T::Lanes::split(b_s));
@@ -135,7 +135,7 @@ fn wrap_bits<T: Index>(block: [&[T; BLOCK]; 4]) -> u64 {
 /// Break bits pair by pair, for steps too large for the top-bit rule (over half the
 /// type's range: no serving stack uses them, but they are defined and must be right).
 #[cold]
-fn pair_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
+fn pair_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &LaneSteps<T>) -> u64 {
     let [a_s, b_s, a_d, b_d] = block;
     let pairs = a_s.iter().zip(b_s).zip(a_d.iter().zip(b_d));
     pairs.enumerate().fold(0, |bits, (k, ((&a, &b), (&c, &d)))| {
@@ -145,7 +145,7 @@ fn pair_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &Steps<T>) -> u64 {
 }
 
 /// `a`, then `b` (shifted by one position) blocks of one side.
-type Side<'a, T> =
+type Blocks<'a, T> =
     core::iter::Zip<core::slice::Iter<'a, [T; BLOCK]>, core::slice::Iter<'a, [T; BLOCK]>>;
 
 /// The blocks of a pair of equal-length arrays that contain breaks, in order.
@@ -157,18 +157,18 @@ pub struct Scan<'a, T: Index> {
     src: &'a [T],
     dst: &'a [T],
     /// The full blocks not yet scanned, as `(src, dst)` sides.
-    blocks: core::iter::Zip<Side<'a, T>, Side<'a, T>>,
+    blocks: core::iter::Zip<Blocks<'a, T>, Blocks<'a, T>>,
     /// First pair of the next block to scan.
     base: usize,
     /// The partial block at the end has been scanned.
     tail_done: bool,
-    steps: Steps<T>,
+    steps: LaneSteps<T>,
 }
 
 impl<'a, T: Index> Scan<'a, T> {
     /// Scans `src` and `dst`, which the caller has checked are of equal length, for
     /// breaks of the steps `(src, dst)`.
-    pub fn new(src: &'a [T], dst: &'a [T], steps: (u64, u64)) -> Self {
+    pub fn new(src: &'a [T], dst: &'a [T], steps: Steps) -> Self {
         // Pair p is (x[p], x[p + 1]): the `a` blocks are x[..len - 1], the `b` blocks
         // x[1..], both `len - 1` long, so they split into the same number of blocks.
         let side = |x: &'a [T]| {
@@ -178,7 +178,7 @@ impl<'a, T: Index> Scan<'a, T> {
             a.iter().zip(b)
         };
         let blocks = side(src).zip(side(dst));
-        Scan { src, dst, blocks, base: 0, tail_done: false, steps: Steps::new(steps) }
+        Scan { src, dst, blocks, base: 0, tail_done: false, steps: LaneSteps::new(steps) }
     }
 
     /// Break bits of the last, partial block: the same kernel runs on padded copies, then
@@ -226,6 +226,6 @@ impl<T: Index> Iterator for Scan<'_, T> {
 
 /// Number of breaks between positions of `src` and `dst` (equal lengths).
 #[inline]
-pub fn count_breaks<T: Index>(src: &[T], dst: &[T], steps: (u64, u64)) -> usize {
+pub fn count_breaks<T: Index>(src: &[T], dst: &[T], steps: Steps) -> usize {
     Scan::new(src, dst, steps).map(|(_, bits)| bits.count_ones() as usize).sum()
 }

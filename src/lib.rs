@@ -96,6 +96,7 @@ mod kernel;
 mod lanes;
 mod runs;
 pub mod scalar;
+mod sink;
 mod span;
 mod step;
 

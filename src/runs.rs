@@ -6,6 +6,7 @@ use core::num::NonZeroUsize;
 use crate::index::Index;
 use crate::kernel::Scan;
 use crate::span::Span;
+use crate::step::Steps;
 
 /// Spans of `src`/`dst` in order, computed lazily with the SIMD kernel (no allocation).
 ///
@@ -32,7 +33,7 @@ impl<'a, T: Index> Runs<'a, T> {
     pub(crate) fn new(
         src: &'a [T],
         dst: &'a [T],
-        steps: (u64, u64),
+        steps: Steps,
         max_len: Option<NonZeroUsize>,
     ) -> Self {
         Runs {

@@ -1,11 +1,27 @@
-//! The index step of each side, in the forms the kernel needs, computed once per scan.
+//! The index step of each side: as the options carry it ([`Steps`]), and in the lane
+//! forms the kernel needs ([`LaneSteps`]), computed once per scan.
 
 use crate::index::Index;
 use crate::lanes::{BLOCK, Lanes};
 
+/// The index step of each side: position `i + 1` continues a run when `src` advances by
+/// `src` and `dst` by `dst` (exactly, no wrap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Steps {
+    /// The source side's step.
+    pub src: u64,
+    /// The destination side's step.
+    pub dst: u64,
+}
+
+impl Steps {
+    /// +1 on both sides: packed pages.
+    pub const UNIT: Steps = Steps { src: 1, dst: 1 };
+}
+
 /// One side's step, ready for the kernel.
 #[derive(Clone, Copy, Debug)]
-pub struct Side<T: Index> {
+pub struct LaneStep<T: Index> {
     /// The step itself.
     pub step: u64,
     /// Every lane `step` (wrapping into `T`).
@@ -21,11 +37,11 @@ pub struct Side<T: Index> {
     pub guard: Option<T>,
 }
 
-impl<T: Index> Side<T> {
+impl<T: Index> LaneStep<T> {
     fn new(step: u64) -> Self {
         let times = |k: usize| T::truncate(k as i128 * i128::from(step));
         let top = T::MAX.widen() - BLOCK as i128 * i128::from(step);
-        Side {
+        LaneStep {
             step,
             one: T::Lanes::splat(times(1)),
             iota: T::Lanes::from_fn(times),
@@ -36,22 +52,26 @@ impl<T: Index> Side<T> {
     }
 }
 
-/// Both sides' steps.
+/// Both sides' steps, in lanes.
 #[derive(Clone, Copy, Debug)]
-pub struct Steps<T: Index> {
+pub struct LaneSteps<T: Index> {
     /// The `src` side.
-    pub src: Side<T>,
+    pub src: LaneStep<T>,
     /// The `dst` side.
-    pub dst: Side<T>,
+    pub dst: LaneStep<T>,
     /// Both steps are at most half the type's range, so a wrap shows in the top bit
     /// (see `kernel::exact_bits`); otherwise blocks with breaks are checked pair by pair.
     pub top_bit_rule: bool,
 }
 
-impl<T: Index> Steps<T> {
-    /// The steps `(src, dst)`.
-    pub fn new((src, dst): (u64, u64)) -> Self {
+impl<T: Index> LaneSteps<T> {
+    /// The lane forms of `steps`.
+    pub fn new(Steps { src, dst }: Steps) -> Self {
         let half = 1u64 << (T::BITS - 1);
-        Steps { src: Side::new(src), dst: Side::new(dst), top_bit_rule: src <= half && dst <= half }
+        LaneSteps {
+            src: LaneStep::new(src),
+            dst: LaneStep::new(dst),
+            top_bit_rule: src <= half && dst <= half,
+        }
     }
 }

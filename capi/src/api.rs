@@ -296,39 +296,8 @@ pub extern "C" fn corun_version() -> *const c_char {
 /// accepted, unknown codes are described as such).
 #[unsafe(no_mangle)]
 pub extern "C" fn corun_strerror(status: i32) -> *const c_char {
-    const ALL: [corun_status; 13] = [
-        CORUN_OK,
-        CORUN_ERR_NULL,
-        CORUN_ERR_MISALIGNED,
-        CORUN_ERR_OVERLAP,
-        CORUN_ERR_LENGTH_MISMATCH,
-        CORUN_ERR_TOO_LONG,
-        CORUN_ERR_SCRATCH_TOO_SMALL,
-        CORUN_ERR_ZERO_ITEM_LEN,
-        CORUN_ERR_CAP_BELOW_ITEM,
-        CORUN_ERR_ZERO_MAX_SGE,
-        CORUN_ERR_NEGATIVE_INDEX,
-        CORUN_ERR_OVERFLOW,
-        CORUN_ERR_INVALID_ARGUMENT,
-    ];
-    let known = ALL.iter().find(|s| **s as i32 == status);
-    let s: &'static core::ffi::CStr = match known {
-        Some(CORUN_OK) => c"success",
-        Some(CORUN_ERR_NULL) => c"a pointer is NULL although its length is not 0",
-        Some(CORUN_ERR_MISALIGNED) => c"a pointer is not aligned for its type",
-        Some(CORUN_ERR_OVERLAP) => c"two buffers overlap",
-        Some(CORUN_ERR_LENGTH_MISMATCH) => c"src and dst have different lengths",
-        Some(CORUN_ERR_TOO_LONG) => c"a buffer length is too large for the address space",
-        Some(CORUN_ERR_SCRATCH_TOO_SMALL) => c"the span scratch buffer cannot hold every run",
-        Some(CORUN_ERR_ZERO_ITEM_LEN) => c"a layer has an item length of 0",
-        Some(CORUN_ERR_CAP_BELOW_ITEM) => c"max_bytes is smaller than one item of a layer",
-        Some(CORUN_ERR_ZERO_MAX_SGE) => c"max_sge must be at least 1",
-        Some(CORUN_ERR_NEGATIVE_INDEX) => c"a negative index where an address is computed",
-        Some(CORUN_ERR_OVERFLOW) => c"an address or length would pass 2^64",
-        Some(CORUN_ERR_INVALID_ARGUMENT) => c"an option is out of range",
-        None => c"unknown corun status code",
-    };
-    s.as_ptr()
+    let known = corun_status::ALL.iter().find(|s| **s as i32 == status);
+    known.map_or(c"unknown corun status code", |s| s.text()).as_ptr()
 }
 
 /// The exported functions of one index type.

@@ -25,40 +25,62 @@ const _: () = {
     assert!(digits(env!("CARGO_PKG_VERSION_PATCH")) == CORUN_VERSION_PATCH);
 };
 
-/// What a call returns. `CORUN_OK` is 0; every other value is an error that
-/// `corun_strerror` describes. A full output buffer is not an error: see `corun_progress`
-/// and `corun_written`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum corun_status {
+/// The status codes and their descriptions, in one list: the enum and `corun_strerror`'s
+/// text are both generated from it, so they cannot drift apart.
+macro_rules! statuses {
+    ($($(#[$doc:meta])* $name:ident = $value:literal => $text:literal,)*) => {
+        /// What a call returns. `CORUN_OK` is 0; every other value is an error that
+        /// `corun_strerror` describes. A full output buffer is not an error: see `corun_progress`
+        /// and `corun_written`.
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum corun_status {
+            $($(#[$doc])* $name = $value,)*
+        }
+
+        impl corun_status {
+            /// Every status code, in order.
+            pub const ALL: &'static [corun_status] = &[$(corun_status::$name),*];
+
+            /// A static, NUL-terminated description.
+            pub const fn text(self) -> &'static core::ffi::CStr {
+                match self {
+                    $(corun_status::$name => $text,)*
+                }
+            }
+        }
+    };
+}
+
+statuses! {
     /// Success.
-    CORUN_OK = 0,
+    CORUN_OK = 0 => c"success",
     /// A pointer is NULL although its length is not 0, or a required out-pointer is NULL.
-    CORUN_ERR_NULL = 1,
+    CORUN_ERR_NULL = 1 => c"a pointer is NULL although its length is not 0",
     /// A pointer is not aligned for its type.
-    CORUN_ERR_MISALIGNED = 2,
+    CORUN_ERR_MISALIGNED = 2 => c"a pointer is not aligned for its type",
     /// Two buffers overlap (an output with an input, or two outputs).
-    CORUN_ERR_OVERLAP = 3,
+    CORUN_ERR_OVERLAP = 3 => c"two buffers overlap",
     /// `src_len != dst_len`.
-    CORUN_ERR_LENGTH_MISMATCH = 4,
+    CORUN_ERR_LENGTH_MISMATCH = 4 => c"src and dst have different lengths",
     /// A length is too large for the address space (`len * sizeof(T) > PTRDIFF_MAX`).
-    CORUN_ERR_TOO_LONG = 5,
+    CORUN_ERR_TOO_LONG = 5 => c"a buffer length is too large for the address space",
     /// The span scratch buffer cannot hold every run (size it with `corun_count_runs_*`).
-    CORUN_ERR_SCRATCH_TOO_SMALL = 6,
+    CORUN_ERR_SCRATCH_TOO_SMALL = 6 => c"the span scratch buffer cannot hold every run",
     /// A layer has `item_len == 0` (`corun_written.error_layer` names it).
-    CORUN_ERR_ZERO_ITEM_LEN = 7,
+    CORUN_ERR_ZERO_ITEM_LEN = 7 => c"a layer has an item length of 0",
     /// `max_bytes` is smaller than one item of a layer (`error_layer` names it).
-    CORUN_ERR_CAP_BELOW_ITEM = 8,
+    CORUN_ERR_CAP_BELOW_ITEM = 8 => c"max_bytes is smaller than one item of a layer",
     /// `max_sge == 0`.
-    CORUN_ERR_ZERO_MAX_SGE = 9,
+    CORUN_ERR_ZERO_MAX_SGE = 9 => c"max_sge must be at least 1",
     /// A signed index is negative where an address is computed (`error_layer` and
     /// `error_position` say where; the outputs before it are valid).
-    CORUN_ERR_NEGATIVE_INDEX = 10,
+    CORUN_ERR_NEGATIVE_INDEX = 10 => c"a negative index where an address is computed",
     /// An address, length or transfer end would pass 2^64 (`error_layer` and
     /// `error_position` say where; the outputs before it are valid).
-    CORUN_ERR_OVERFLOW = 11,
+    CORUN_ERR_OVERFLOW = 11 => c"an address or length would pass 2^64",
     /// An option is out of range (`order` not a `corun_order` value).
-    CORUN_ERR_INVALID_ARGUMENT = 12,
+    CORUN_ERR_INVALID_ARGUMENT = 12 => c"an option is out of range",
 }
 
 /// One run: positions `start .. start + len` of the input arrays.

@@ -66,9 +66,8 @@ impl From<crate::Error> for Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Error::LengthMismatch { src, dst } => {
-                write!(f, "src and dst must have equal lengths, got {src} and {dst}")
-            }
+            // The grouping error's message, written once (`crate::Error`).
+            Error::LengthMismatch { src, dst } => crate::Error::LengthMismatch { src, dst }.fmt(f),
             Error::ZeroItemLen { layer } => write!(f, "layer {layer} has an item length of 0"),
             Error::CapBelowItem { layer } => {
                 write!(f, "the byte cap is smaller than one item of layer {layer}")

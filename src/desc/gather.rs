@@ -1,13 +1,14 @@
 //! Gather lists: one work request per contiguous *destination* range, gathering up to
 //! `max_sge` source segments (an RDMA WRITE with a scatter/gather list).
 
-use super::layout::{Fault, Geo};
-#[cfg(feature = "heapless")]
-use super::sink::Tail;
-use super::sink::{Sink, Slots};
+use super::addr::{Fault, end_fits};
+use super::layout::Geo;
 use super::{Cursor, Error, Layout, Plan};
 use crate::Index;
 use crate::index::follows_by;
+#[cfg(feature = "heapless")]
+use crate::sink::Tail;
+use crate::sink::{Sink, Slots};
 
 /// One local segment of a work request (an `ibv_sge` without the key).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -177,10 +178,7 @@ impl<T: Index> Plan<'_, T> {
                     None => return Ok(progress(None)),
                 },
             };
-            let to_err = |(fault, position)| match fault {
-                Fault::Negative => Error::NegativeIndex { layer: c.layer, position, written },
-                Fault::Overflow => Error::Overflow { layer: c.layer, position, written },
-            };
+            let to_err = |(fault, position): (Fault, usize)| fault.at(c.layer, position, written);
             let planned = if fits && requests.room(1) && sges.room(max_sge) {
                 // Room for any request, and no address can fail: write as it goes.
                 self.walk(&g, max_sge, c, |sge| sges.put(sge)).map_err(to_err)?
@@ -235,12 +233,12 @@ impl<T: Index> Plan<'_, T> {
                 c.offset > 0 || prev.is_some_and(|p| follows_by(side(&p), side(&(s, d)), step))
             };
             if bytes > 0 {
-                let joins_dst = g.dst_packed && follows(|p| p.1, self.steps.1);
+                let joins_dst = g.dst_packed && follows(|p| p.1, self.steps.dst);
                 if !joins_dst || cap - bytes < item {
                     break;
                 }
             }
-            let joins_src = bytes > 0 && g.src_packed && follows(|p| p.0, self.steps.0);
+            let joins_src = bytes > 0 && g.src_packed && follows(|p| p.0, self.steps.src);
             if !joins_src {
                 if count == max_sge {
                     break;
@@ -273,7 +271,7 @@ impl<T: Index> Plan<'_, T> {
         if let Some((p, seg)) = open.take() {
             sge(finish(seg).map_err(fail(p))?);
         }
-        if u128::from(dst_addr) + u128::from(bytes) > 1 << 64 {
+        if !end_fits(u128::from(dst_addr), u128::from(bytes)) {
             return Err((Fault::Overflow, first));
         }
         Ok(Planned { end: c, dst_addr, len: bytes, sges: count })
@@ -282,9 +280,5 @@ impl<T: Index> Plan<'_, T> {
 
 /// `seg`, if its end fits in 64 bits.
 fn finish(seg: Sge) -> Result<Sge, Fault> {
-    if u128::from(seg.addr) + u128::from(seg.len) > 1 << 64 {
-        Err(Fault::Overflow)
-    } else {
-        Ok(seg)
-    }
+    if end_fits(u128::from(seg.addr), u128::from(seg.len)) { Ok(seg) } else { Err(Fault::Overflow) }
 }

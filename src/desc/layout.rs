@@ -3,7 +3,9 @@
 use core::num::NonZeroU64;
 
 use super::Error;
+use super::addr::{Fault, addr, bytes};
 use crate::Index;
+use crate::step::Steps;
 
 /// One layer buffer on both sides: page `i` of it is `item_len` bytes at `src_base + i *
 /// src_stride` on the source and `dst_base + i * dst_stride` on the destination.
@@ -106,13 +108,13 @@ impl<'a> Layout<'a> {
     }
 
     /// Layer `layer` as the writers use it (call after [`check`](Self::check)).
-    pub(crate) fn geo(&self, layer: usize, steps: (u64, u64)) -> Option<Geo> {
+    pub(crate) fn geo(&self, layer: usize, steps: Steps) -> Option<Geo> {
         let l = *self.layers.get(layer)?;
         let packed = |step: u64, stride: u64| {
             u128::from(step) * u128::from(stride) == u128::from(l.item_len)
         };
         let (src_packed, dst_packed) =
-            (packed(steps.0, l.src_stride), packed(steps.1, l.dst_stride));
+            (packed(steps.src, l.src_stride), packed(steps.dst, l.dst_stride));
         let cap = self.max_bytes.map_or(u64::MAX, NonZeroU64::get);
         let whole = cap / l.item_len.max(1);
         let cap_items = usize::try_from(whole).unwrap_or(usize::MAX).max(1);
@@ -135,13 +137,6 @@ pub(crate) struct Geo {
     pub dst_packed: bool,
 }
 
-/// Why one address could not be computed.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Fault {
-    Negative,
-    Overflow,
-}
-
 impl Geo {
     /// Most pages in one descriptor: the cap when both sides are packed, else 1.
     pub fn per_descriptor(&self) -> usize {
@@ -160,20 +155,6 @@ impl Geo {
 
     /// Bytes of `items` pages, checked.
     pub fn bytes(&self, items: usize) -> Result<u64, Fault> {
-        u64::try_from(items)
-            .ok()
-            .and_then(|n| n.checked_mul(self.layer.item_len))
-            .ok_or(Fault::Overflow)
+        bytes(items, self.layer.item_len)
     }
-}
-
-/// `base + index * stride`, when it and the end of `len` bytes from it fit in 64 bits.
-fn addr<T: Index>(base: u64, index: T, stride: u64, len: u64) -> Result<u64, Fault> {
-    let index = u128::try_from(index.widen()).map_err(|_| Fault::Negative)?;
-    // index < 2^64 and stride < 2^64: the product and the sums fit in u128.
-    let start = u128::from(base) + index * u128::from(stride);
-    if start + u128::from(len) > 1 << 64 {
-        return Err(Fault::Overflow);
-    }
-    u64::try_from(start).map_err(|_| Fault::Overflow)
 }

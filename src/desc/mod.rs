@@ -39,11 +39,11 @@
 //! # Ok::<(), corun::desc::Error>(())
 //! ```
 
+mod addr;
 mod error;
 mod gather;
 mod layout;
 mod plan;
-mod sink;
 
 pub use error::Error;
 pub use gather::{GatherWritten, Sge, WorkRequest};

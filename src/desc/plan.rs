@@ -1,10 +1,12 @@
 //! [`Plan`]: the runs of one input, found once, and the descriptor writers over them.
 
-use super::layout::{Fault, Geo};
-#[cfg(feature = "heapless")]
-use super::sink::Tail;
-use super::sink::{Columns, Sink, Slots};
+use super::addr::{Fault, end_fits};
+use super::layout::Geo;
 use super::{Error, Layout, Order};
+#[cfg(feature = "heapless")]
+use crate::sink::Tail;
+use crate::sink::{Sink, Slots};
+use crate::step::Steps;
 use crate::{Grouper, Index, Span};
 
 /// One transfer: `len` bytes from `src_addr` to `dst_addr`.
@@ -74,7 +76,7 @@ pub struct Plan<'a, T: Index> {
     pub(crate) src: &'a [T],
     pub(crate) dst: &'a [T],
     pub(crate) spans: &'a [Span],
-    pub(crate) steps: (u64, u64),
+    pub(crate) steps: Steps,
     pub(crate) consumed: usize,
     pub(crate) bounds: Bounds,
 }
@@ -115,13 +117,13 @@ impl Bounds {
     /// highest index on each side ends by `2^64`.
     pub(crate) fn fits(&self, g: &Geo) -> bool {
         let l = &g.layer;
-        let end = |base: u64, hi: i128, stride: u64| {
+        let fits = |base: u64, hi: i128, stride: u64| {
             // hi < 2^64, stride < 2^64: below 2^128 with the base and one page.
-            u128::from(base) + hi as u128 * u128::from(stride) + u128::from(l.item_len)
+            end_fits(u128::from(base) + hi as u128 * u128::from(stride), u128::from(l.item_len))
         };
         self.lo >= 0
-            && end(l.src_base, self.src_hi, l.src_stride) <= 1 << 64
-            && end(l.dst_base, self.dst_hi, l.dst_stride) <= 1 << 64
+            && fits(l.src_base, self.src_hi, l.src_stride)
+            && fits(l.dst_base, self.dst_hi, l.dst_stride)
     }
 
     /// Every descriptor of layer `g` is one whole run, and its addresses fit: no run is
@@ -156,7 +158,7 @@ impl<'a, T: Index> Plan<'a, T> {
         consumed: usize,
     ) -> Self {
         let bounds = Bounds::of(src, dst, spans);
-        Plan { src, dst, spans, steps: grouper.get_steps(), consumed, bounds }
+        Plan { src, dst, spans, steps: grouper.step_pair(), consumed, bounds }
     }
 
     /// The runs, in order.
@@ -335,13 +337,9 @@ impl<'a, T: Index> Plan<'a, T> {
             }
             let pages = per.min(span.len - c.offset);
             let position = span.start + c.offset;
-            let d = self.descriptor(g, position, pages).map_err(|fault| {
-                let (layer, written) = (c.layer, out.count());
-                match fault {
-                    Fault::Negative => Error::NegativeIndex { layer, position, written },
-                    Fault::Overflow => Error::Overflow { layer, position, written },
-                }
-            })?;
+            let d = self
+                .descriptor(g, position, pages)
+                .map_err(|fault| fault.at(c.layer, position, out.count()))?;
             out.put(d);
             c.offset += pages;
         }
@@ -368,5 +366,49 @@ impl<'a, T: Index> Plan<'a, T> {
         };
         let len = g.bytes(pages)?;
         Ok(Descriptor { src_addr: g.src_addr(s, len)?, dst_addr: g.dst_addr(d, len)?, len })
+    }
+}
+
+/// Three caller slices, one per descriptor field, filled from their starts.
+pub(crate) struct Columns<'o> {
+    pub src_addrs: &'o mut [u64],
+    pub dst_addrs: &'o mut [u64],
+    pub lens: &'o mut [u64],
+    pub len: usize,
+}
+
+impl Sink<Descriptor> for Columns<'_> {
+    fn room(&mut self, n: usize) -> bool {
+        let cap = self.src_addrs.len().min(self.dst_addrs.len()).min(self.lens.len());
+        cap - self.len >= n
+    }
+    fn put(&mut self, d: Descriptor) {
+        let i = self.len;
+        if let (Some(s), Some(t), Some(l)) =
+            (self.src_addrs.get_mut(i), self.dst_addrs.get_mut(i), self.lens.get_mut(i))
+        {
+            (*s, *t, *l) = (d.src_addr, d.dst_addr, d.len);
+            self.len += 1;
+        }
+    }
+    fn count(&self) -> usize {
+        self.len
+    }
+    fn extend(&mut self, xs: impl Iterator<Item = Descriptor>) -> usize {
+        let at = self.len;
+        let free = self.src_addrs.get_mut(at..).unwrap_or_default().iter_mut().zip(
+            self.dst_addrs
+                .get_mut(at..)
+                .unwrap_or_default()
+                .iter_mut()
+                .zip(self.lens.get_mut(at..).unwrap_or_default().iter_mut()),
+        );
+        let mut n = 0;
+        for ((s, (t, l)), d) in free.zip(xs) {
+            (*s, *t, *l) = (d.src_addr, d.dst_addr, d.len);
+            n += 1;
+        }
+        self.len += n;
+        n
     }
 }

@@ -1,4 +1,6 @@
-//! The output buffers the writers fill: caller slices, `heapless::Vec`, `Vec`.
+//! The one output mechanism: the buffers every writer fills (spans and descriptors
+//! alike): caller slices, `heapless::Vec`, `Vec`. A writer asks for room before it
+//! writes, so a full buffer stops it at an output boundary with nothing lost.
 
 /// A buffer that takes outputs until it has no room.
 pub(crate) trait Sink<X> {
@@ -45,50 +47,6 @@ impl<X> Sink<X> for Slots<'_, X> {
         let mut n = 0;
         for (slot, x) in free.iter_mut().zip(xs) {
             *slot = x;
-            n += 1;
-        }
-        self.len += n;
-        n
-    }
-}
-
-/// Three caller slices, one per descriptor field, filled from their starts.
-pub(crate) struct Columns<'o> {
-    pub src_addrs: &'o mut [u64],
-    pub dst_addrs: &'o mut [u64],
-    pub lens: &'o mut [u64],
-    pub len: usize,
-}
-
-impl Sink<crate::desc::Descriptor> for Columns<'_> {
-    fn room(&mut self, n: usize) -> bool {
-        let cap = self.src_addrs.len().min(self.dst_addrs.len()).min(self.lens.len());
-        cap - self.len >= n
-    }
-    fn put(&mut self, d: crate::desc::Descriptor) {
-        let i = self.len;
-        if let (Some(s), Some(t), Some(l)) =
-            (self.src_addrs.get_mut(i), self.dst_addrs.get_mut(i), self.lens.get_mut(i))
-        {
-            (*s, *t, *l) = (d.src_addr, d.dst_addr, d.len);
-            self.len += 1;
-        }
-    }
-    fn count(&self) -> usize {
-        self.len
-    }
-    fn extend(&mut self, xs: impl Iterator<Item = crate::desc::Descriptor>) -> usize {
-        let at = self.len;
-        let free = self.src_addrs.get_mut(at..).unwrap_or_default().iter_mut().zip(
-            self.dst_addrs
-                .get_mut(at..)
-                .unwrap_or_default()
-                .iter_mut()
-                .zip(self.lens.get_mut(at..).unwrap_or_default().iter_mut()),
-        );
-        let mut n = 0;
-        for ((s, (t, l)), d) in free.zip(xs) {
-            (*s, *t, *l) = (d.src_addr, d.dst_addr, d.len);
             n += 1;
         }
         self.len += n;
