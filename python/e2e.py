@@ -469,8 +469,6 @@ def main(argv=None):
                     help="Mooncake ways with more descriptors send only the first buffers' "
                          "and scale the transfer time")
     args = ap.parse_args(argv)
-    if not args.quick:
-        results.tee("e2e-" + "-".join(args.engines) + ".txt")
     sizes = args.pages or ([256] if args.quick else [2048, 16384])
     print(f"KV pool: {LAYERS} layers x (K, V) = {BUFFERS} buffers, pool of 4N pages of "
           f"{args.page_bytes} B each side; Mooncake batches of {MOONCAKE_BATCH}; times in ms\n")
@@ -489,6 +487,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    if "--quick" not in sys.argv:
+        results.tee("e2e.txt")  # the report also goes to results/<machine>/<run>/
     main()
     # NIXL 1.5's native teardown at interpreter exit crashes the process (SIGSEGV, after
     # Python's own finalisation; releasing its handles, peer and registration first did

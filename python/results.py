@@ -33,6 +33,6 @@ def tee(name):
     """From now on, what this process prints also goes to ``<results folder>/<name>``;
     returns that path."""
     path = os.path.join(directory(), name)
-    sys.stdout = _Tee(sys.__stdout__, open(path, "w"))
+    sys.stdout = _Tee(sys.stdout, open(path, "w"))
     print(f"(written to {os.path.relpath(path, ROOT)})")
     return path

@@ -36,6 +36,17 @@ pub struct Grouper {
     steps: Steps,
 }
 
+/// Which way a run may go: see [`Grouper::direction`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Direction {
+    /// Both sides step by `+step` (what every serving stack's helper finds).
+    #[default]
+    Ascending,
+    /// Both by `+step`, or both by `-step`, for the whole run.
+    Either,
+}
+
 impl Default for Grouper {
     /// [`Grouper::new`]: maximal runs of +1 steps, no cap.
     fn default() -> Self {
@@ -68,7 +79,7 @@ impl Grouper {
     /// ```
     #[must_use]
     pub const fn steps(self, src_step: u64, dst_step: u64) -> Self {
-        Grouper { steps: Steps { src: src_step, dst: dst_step }, ..self }
+        Grouper { steps: Steps { src: src_step, dst: dst_step, ..self.steps }, ..self }
     }
 
     /// The steps `(src_step, dst_step)` set by [`steps`](Self::steps), `(1, 1)` by default.
@@ -89,6 +100,39 @@ impl Grouper {
         Grouper { max_len: Some(max_len), ..self }
     }
 
+    /// Which way runs may go (default [`Direction::Ascending`]). With
+    /// [`Direction::Either`] a run is a maximal stretch where both sides step by `+step`,
+    /// or both by `-step`, in exact arithmetic, found greedily left to right: the first
+    /// pair of a run sets its direction (ascending when both hold, as with a step of 0),
+    /// and a pair that turns is a break. Freed blocks that an allocator hands out in
+    /// reverse (vLLM's free queue) come out as one run each instead of a run per page.
+    /// Every output form and [`desc`](crate::desc) honour it; a descending run's
+    /// descriptors start at its lowest page. With a cap ([`max_len`](Self::max_len)) a
+    /// piece is a run of its own: the next one's direction is set afresh by its first
+    /// pair, so resuming at any span boundary is exact (that capped form steps a pair at a
+    /// time; uncapped, the SIMD kernel finds both directions).
+    ///
+    /// ```
+    /// use corun::{Direction, Grouper, Span};
+    ///
+    /// let src = [99u32, 98, 97, 10, 11];
+    /// let dst = [9u32, 8, 7, 20, 21];
+    /// let spans = Grouper::new().direction(Direction::Either).group(&src, &dst)?;
+    /// assert_eq!(spans, [Span { start: 0, len: 3 }, Span { start: 3, len: 2 }]);
+    /// assert_eq!(corun::group(&src, &dst)?.len(), 4); // ascending only
+    /// # Ok::<(), corun::Error>(())
+    /// ```
+    #[must_use]
+    pub const fn direction(self, direction: Direction) -> Self {
+        let either = matches!(direction, Direction::Either);
+        Grouper { steps: Steps { either, ..self.steps }, ..self }
+    }
+
+    /// The direction set by [`direction`](Self::direction).
+    pub const fn get_direction(&self) -> Direction {
+        if self.steps.either { Direction::Either } else { Direction::Ascending }
+    }
+
     /// The cap set by [`max_len`](Self::max_len), if any.
     pub const fn get_max_len(&self) -> Option<NonZeroUsize> {
         self.max_len
@@ -103,6 +147,10 @@ impl Grouper {
         match self.max_len {
             _ if len == 0 => Ok(0),
             None => Ok(count_breaks(src, dst, self.steps) + 1),
+            // Capped in either direction, a cut starts a new run: count the pieces.
+            Some(_) if self.steps.either => {
+                Ok(Runs::new(src, dst, self.steps, self.max_len).count())
+            }
             // Runs are never empty; dividing by `NonZeroUsize` has no panic path.
             Some(max) => {
                 Ok(Runs::new(src, dst, self.steps, None).map(|run| (run.len - 1) / max + 1).sum())

@@ -37,6 +37,25 @@
 //! indices, whose top bits are clear, skip the wrap pass altogether. Steps over half the
 //! range (defined, never used) take `pair_bits`, one exact test per pair.
 //!
+//! # Either direction
+//!
+//! With [`Direction::Either`](crate::Direction) a pair is *up* (both sides step by
+//! `+step`), *down* (both by `-step`: the up test on the swapped pair, so the same exact
+//! arithmetic and wrap rule serve) or bad. A run keeps the direction of its first pair,
+//! so a pair is a break when it is bad, or when it turns (up after down, or down after
+//! up) and the pair before it was not itself a break:
+//!
+//! ```text
+//! up_bad = block_bits(block)               # as above, the clean test first
+//! up     = !up_bad
+//! down   = up_bad == 0 ? 0 : !exact_bits(swapped block) & !up   # step 0: up wins
+//! turns  = (up & (down << 1 | last == down)) | (down & (up << 1 | last == up))
+//! bits   = !(up | down) | (each turn whose previous pair is not a break)  # in order
+//! last   = the direction of the block's last pair, or none if it is a break
+//! ```
+//!
+//! Only turns are resolved one at a time, and an ascending-only scan never runs this.
+//!
 //! The vector type of each index type and SIMD level is chosen once, in `lanes::pick`;
 //! nothing here names a `wide` type.
 
@@ -163,6 +182,21 @@ pub struct Scan<'a, T: Index> {
     /// The partial block at the end has been scanned.
     tail_done: bool,
     steps: LaneSteps<T>,
+    /// Runs may descend (the either-direction scan, [`Scan::next_either`]).
+    either: bool,
+    /// Either direction: how the last pair scanned continued its run.
+    last: Turn,
+}
+
+/// How a pair continued its run, for the either-direction scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Turn {
+    /// It did not: it was a break (or there was none yet).
+    None,
+    /// Both sides stepped up.
+    Up,
+    /// Both sides stepped down.
+    Down,
 }
 
 impl<'a, T: Index> Scan<'a, T> {
@@ -178,7 +212,9 @@ impl<'a, T: Index> Scan<'a, T> {
             a.iter().zip(b)
         };
         let blocks = side(src).zip(side(dst));
-        Scan { src, dst, blocks, base: 0, tail_done: false, steps: LaneSteps::new(steps) }
+        let either = steps.either;
+        let steps = LaneSteps::new(steps);
+        Scan { src, dst, blocks, base: 0, tail_done: false, steps, either, last: Turn::None }
     }
 
     /// Break bits of the last, partial block: the same kernel runs on padded copies, then
@@ -190,13 +226,82 @@ impl<'a, T: Index> Scan<'a, T> {
     /// of 0, a tail of pad values passed the test, and a break in the last block was
     /// lost.)
     #[cold]
-    fn tail_block(&self, base: usize, pairs: usize) -> u64 {
+    fn tail_block(&mut self, base: usize, pairs: usize) -> u64 {
         let padded = |x: &[T]| -> ([T; BLOCK], [T; BLOCK]) {
             let at = |i: usize| x.get(base + i).copied().unwrap_or(T::MIN);
             (core::array::from_fn(at), core::array::from_fn(|k| at(k + 1)))
         };
         let ((a_s, b_s), (a_d, b_d)) = (padded(self.src), padded(self.dst));
-        block_bits([&a_s, &b_s, &a_d, &b_d], &self.steps) & ((1u64 << (pairs % BLOCK)) - 1)
+        let valid = (1u64 << (pairs % BLOCK)) - 1;
+        if self.either {
+            return self.turn_bits([&a_s, &b_s, &a_d, &b_d], valid);
+        }
+        block_bits([&a_s, &b_s, &a_d, &b_d], &self.steps) & valid
+    }
+
+    /// The either-direction scan's [`Iterator::next`]: out of line, so that the ascending
+    /// scan's loop is the same code it always was.
+    #[inline(never)]
+    fn next_either(&mut self) -> Option<(usize, u64)> {
+        while let Some(((a_s, b_s), (a_d, b_d))) = self.blocks.next() {
+            let base = self.base;
+            self.base = base + BLOCK;
+            let bits = self.turn_bits([a_s, b_s, a_d, b_d], u64::MAX);
+            if bits != 0 {
+                return Some((base, bits));
+            }
+        }
+        self.tail()
+    }
+
+    /// The last, partial block, once.
+    fn tail(&mut self) -> Option<(usize, u64)> {
+        if self.tail_done {
+            return None;
+        }
+        self.tail_done = true;
+        let pairs = self.src.len().saturating_sub(1).saturating_sub(self.base);
+        let bits = if pairs == 0 { 0 } else { self.tail_block(self.base, pairs) };
+        (bits != 0).then_some((self.base, bits))
+    }
+
+    /// Break bits of one block for the either-direction scan (see the module docs), the
+    /// pairs past `valid` cut off; carries the last pair's turn to the next block.
+    fn turn_bits(&mut self, block: [&[T; BLOCK]; 4], valid: u64) -> u64 {
+        let up_bad = block_bits(block, &self.steps) & valid;
+        let up = !up_bad & valid;
+        let down = if up_bad == 0 { 0 } else { !down_bits(block, &self.steps) & valid & !up };
+        let prev_up = (up << 1) | u64::from(self.last == Turn::Up);
+        let prev_down = (down << 1) | u64::from(self.last == Turn::Down);
+        let mut turns = (up & prev_down) | (down & prev_up);
+        // A turn breaks unless the pair before it broke (then it starts a new run).
+        let mut breaks = valid & !(up | down);
+        while turns != 0 {
+            let p = turns.trailing_zeros();
+            turns &= turns - 1;
+            if p == 0 || breaks & (1 << (p - 1)) == 0 {
+                breaks |= 1 << p;
+            }
+        }
+        let last = 63 - valid.leading_zeros();
+        self.last = match (breaks >> last & 1, up >> last & 1) {
+            (1, _) => Turn::None,
+            (_, 1) => Turn::Up,
+            _ => Turn::Down,
+        };
+        breaks
+    }
+}
+
+/// Bit `k` set when pair `k` does *not* step down by the step on both sides: the up test
+/// on the swapped pair (`b` to `a`), with its exact arithmetic and wrap rule.
+#[inline(never)]
+fn down_bits<T: Index>(block: [&[T; BLOCK]; 4], steps: &LaneSteps<T>) -> u64 {
+    let [a_s, b_s, a_d, b_d] = block;
+    if steps.top_bit_rule {
+        exact_bits(b_s, a_s, b_d, a_d, steps)
+    } else {
+        pair_bits([b_s, a_s, b_d, a_d], steps)
     }
 }
 
@@ -206,6 +311,9 @@ impl<T: Index> Iterator for Scan<'_, T> {
     // Inlined into each consumer: a call per block costs more than emitting its spans.
     #[inline(always)]
     fn next(&mut self) -> Option<(usize, u64)> {
+        if self.either {
+            return self.next_either();
+        }
         for ((a_s, b_s), (a_d, b_d)) in self.blocks.by_ref() {
             let base = self.base;
             self.base = base + BLOCK;
@@ -214,13 +322,7 @@ impl<T: Index> Iterator for Scan<'_, T> {
                 return Some((base, bits));
             }
         }
-        if self.tail_done {
-            return None;
-        }
-        self.tail_done = true;
-        let pairs = self.src.len().saturating_sub(1).saturating_sub(self.base);
-        let bits = if pairs == 0 { 0 } else { self.tail_block(self.base, pairs) };
-        (bits != 0).then_some((self.base, bits))
+        self.tail()
     }
 }
 

@@ -101,7 +101,7 @@ mod span;
 mod step;
 
 pub use error::Error;
-pub use grouper::Grouper;
+pub use grouper::{Direction, Grouper};
 #[cfg(feature = "heapless")]
 pub use heapless;
 pub use index::Index;

@@ -3,7 +3,7 @@
 use core::iter::FusedIterator;
 use core::num::NonZeroUsize;
 
-use crate::index::Index;
+use crate::index::{Index, follows_by};
 use crate::kernel::Scan;
 use crate::span::Span;
 use crate::step::Steps;
@@ -25,6 +25,9 @@ pub struct Runs<'a, T: Index> {
     end: usize,
     len: usize,
     max_len: usize,
+    /// Either direction with a cap: each piece is a run of its own, found a pair at a
+    /// time (the kernel's masks assume runs continue past a cut).
+    capped_either: Option<(&'a [T], &'a [T], Steps)>,
 }
 
 impl<'a, T: Index> Runs<'a, T> {
@@ -36,7 +39,9 @@ impl<'a, T: Index> Runs<'a, T> {
         steps: Steps,
         max_len: Option<NonZeroUsize>,
     ) -> Self {
+        let capped = steps.either && max_len.is_some();
         Runs {
+            capped_either: capped.then_some((src, dst, steps)),
             scan: Scan::new(src, dst, steps),
             base: 0,
             bits: 0,
@@ -54,6 +59,31 @@ impl<'a, T: Index> Runs<'a, T> {
     #[inline]
     pub fn consumed(&self) -> usize {
         self.start
+    }
+
+    /// The next piece of an either-direction grouping with a cap: from `start`, while each
+    /// pair steps the way the first one did, for at most `max_len` positions.
+    #[cold]
+    fn next_capped_either(&mut self, src: &[T], dst: &[T], steps: Steps) -> Option<Span> {
+        let start = self.start;
+        if start >= self.len {
+            return None;
+        }
+        let way = |i: usize, down: bool| {
+            let pair = |x: &[T], step| match (x.get(i), x.get(i + 1)) {
+                (Some(&a), Some(&b)) if down => follows_by(b, a, step),
+                (Some(&a), Some(&b)) => follows_by(a, b, step),
+                _ => false,
+            };
+            pair(src, steps.src) && pair(dst, steps.dst)
+        };
+        let down = !way(start, false) && way(start, true);
+        let mut end = start + 1;
+        while end < self.len && end - start < self.max_len && way(end - 1, down) {
+            end += 1;
+        }
+        self.start = end;
+        Some(Span { start, len: end - start })
     }
 
     /// The next break after the current run, or `len` when there is none.
@@ -76,6 +106,9 @@ impl<T: Index> Iterator for Runs<'_, T> {
 
     #[inline]
     fn next(&mut self) -> Option<Span> {
+        if let Some((src, dst, steps)) = self.capped_either {
+            return self.next_capped_either(src, dst, steps);
+        }
         if self.start == self.end {
             if self.start >= self.len {
                 return None;

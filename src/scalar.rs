@@ -39,6 +39,8 @@ pub struct Runs<'a, T> {
     pos: usize,
     max_len: usize,
     steps: (u64, u64),
+    /// Runs may descend ([`crate::Direction::Either`]).
+    either: bool,
 }
 
 impl<T: Index> Runs<'_, T> {
@@ -47,13 +49,27 @@ impl<T: Index> Runs<'_, T> {
         self.pos
     }
 
-    /// Position `i` continues the run that position `i - 1` is in.
-    fn joins(&self, i: usize) -> bool {
+    /// Both sides step from position `i - 1` to `i`: up (`down == false`) or down.
+    fn steps_at(&self, i: usize, down: bool) -> bool {
         let pair = |side: &[T], step| match (side.get(i.wrapping_sub(1)), side.get(i)) {
+            (Some(&a), Some(&b)) if down => follows_by(b, a, step),
             (Some(&a), Some(&b)) => follows_by(a, b, step),
             _ => false,
         };
         pair(self.src, self.steps.0) && pair(self.dst, self.steps.1)
+    }
+
+    /// End of the run that starts at `start`: its first pair sets its direction (up when
+    /// both hold), and it goes on while every pair steps that way, for at most `max_len`
+    /// positions. A run cut there ends: the next one starts afresh.
+    fn run_end(&self, start: usize) -> usize {
+        let down =
+            self.either && !self.steps_at(start + 1, false) && self.steps_at(start + 1, true);
+        let mut end = start + 1;
+        while end < self.src.len() && end - start < self.max_len && self.steps_at(end, down) {
+            end += 1;
+        }
+        end
     }
 }
 
@@ -65,12 +81,9 @@ impl<T: Index> Iterator for Runs<'_, T> {
         if start >= self.src.len() {
             return None;
         }
-        let mut len = 1;
-        while len < self.max_len && self.joins(start + len) {
-            len += 1;
-        }
-        self.pos = start + len;
-        Some(Span { start, len })
+        let end = self.run_end(start);
+        self.pos = end;
+        Some(Span { start, len: end - start })
     }
 }
 
@@ -84,7 +97,8 @@ pub fn runs_with<'a, T: Index>(
 ) -> Result<Runs<'a, T>, Error> {
     check_lengths(src, dst)?;
     let max_len = grouper.get_max_len().map_or(usize::MAX, |m| m.get());
-    Ok(Runs { src, dst, pos: 0, max_len, steps: grouper.get_steps() })
+    let either = grouper.get_direction() == crate::Direction::Either;
+    Ok(Runs { src, dst, pos: 0, max_len, steps: grouper.get_steps(), either })
 }
 
 /// Reference for [`crate::runs`].

@@ -4,19 +4,22 @@
 use crate::index::Index;
 use crate::lanes::{BLOCK, Lanes};
 
-/// The index step of each side: position `i + 1` continues a run when `src` advances by
-/// `src` and `dst` by `dst` (exactly, no wrap).
+/// How position `i + 1` continues the run of position `i`: `src` advances by `src` and
+/// `dst` by `dst` (exactly, no wrap), or, with `either`, both go back by theirs for the
+/// whole run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Steps {
     /// The source side's step.
     pub src: u64,
     /// The destination side's step.
     pub dst: u64,
+    /// Runs may descend as well as ascend ([`crate::Direction::Either`]).
+    pub either: bool,
 }
 
 impl Steps {
-    /// +1 on both sides: packed pages.
-    pub const UNIT: Steps = Steps { src: 1, dst: 1 };
+    /// +1 on both sides, ascending: packed pages.
+    pub const UNIT: Steps = Steps { src: 1, dst: 1, either: false };
 }
 
 /// One side's step, ready for the kernel.
@@ -66,7 +69,7 @@ pub struct LaneSteps<T: Index> {
 
 impl<T: Index> LaneSteps<T> {
     /// The lane forms of `steps`.
-    pub fn new(Steps { src, dst }: Steps) -> Self {
+    pub fn new(Steps { src, dst, .. }: Steps) -> Self {
         let half = 1u64 << (T::BITS - 1);
         LaneSteps {
             src: LaneStep::new(src),

@@ -20,9 +20,9 @@
 /** Grouping options meaning "maximal runs of +1 steps" (the same as passing NULL). C++ has
  * no compound literals: there it is a braced temporary of the same value. */
 #ifdef __cplusplus
-#define CORUN_OPTIONS_DEFAULT (corun_options{0, 1, 1})
+#define CORUN_OPTIONS_DEFAULT (corun_options{0, 1, 1, 0})
 #else
-#define CORUN_OPTIONS_DEFAULT ((corun_options){0, 1, 1})
+#define CORUN_OPTIONS_DEFAULT ((corun_options){0, 1, 1, 0})
 #endif
 
 
@@ -98,7 +98,8 @@ typedef enum {
    */
   CORUN_ERR_OVERFLOW = 11,
   /**
-   * An option is out of range (`order` not a `corun_order` value).
+   * An option is out of range (`order` not a `corun_order` value, `direction` not a
+   * `corun_direction` value).
    */
   CORUN_ERR_INVALID_ARGUMENT = 12,
 } corun_status;
@@ -118,6 +119,21 @@ typedef enum {
 } corun_order;
 
 /**
+ * Which way a run may go (`corun_options.direction`).
+ */
+typedef enum {
+  /**
+   * Both sides step by +step.
+   */
+  CORUN_ASCENDING = 0,
+  /**
+   * Both by +step, or both by -step, for the whole run (a descending run's descriptors
+   * start at its lowest page).
+   */
+  CORUN_EITHER = 1,
+} corun_direction;
+
+/**
  * Grouping options. `CORUN_OPTIONS_DEFAULT` (or a NULL pointer) means maximal runs of
  * +1 steps.
  */
@@ -134,6 +150,11 @@ typedef struct {
    * Index step on the destination side.
    */
   uint64_t dst_step;
+  /**
+   * A `corun_direction` value: `CORUN_ASCENDING` (0, also what a three-field
+   * initializer leaves) or `CORUN_EITHER` (runs may descend on both sides too).
+   */
+  uint32_t direction;
 } corun_options;
 
 /**

@@ -4,7 +4,7 @@ use core::ffi::c_char;
 use core::num::{NonZeroU64, NonZeroUsize};
 
 use corun::desc::{self, Layout, Order, Plan};
-use corun::{Grouper, Index};
+use corun::{Direction, Grouper, Index};
 
 use super::ffi::{self, Buf, disjoint};
 use super::types::corun_status::*;
@@ -33,7 +33,12 @@ fn point<T>(ptr: *const T) -> (usize, usize) {
 
 fn grouper(options: *const corun_options) -> Result<Grouper, corun_status> {
     let Some(o) = ffi::opt(options)? else { return Ok(Grouper::new()) };
-    let g = Grouper::new().steps(o.src_step, o.dst_step);
+    let direction = match o.direction {
+        0 => Direction::Ascending,
+        1 => Direction::Either,
+        _ => return Err(CORUN_ERR_INVALID_ARGUMENT),
+    };
+    let g = Grouper::new().steps(o.src_step, o.dst_step).direction(direction);
     Ok(NonZeroUsize::new(o.max_len).map_or(g, |m| g.max_len(m)))
 }
 

@@ -79,7 +79,8 @@ statuses! {
     /// An address, length or transfer end would pass 2^64 (`error_layer` and
     /// `error_position` say where; the outputs before it are valid).
     CORUN_ERR_OVERFLOW = 11 => c"an address or length would pass 2^64",
-    /// An option is out of range (`order` not a `corun_order` value).
+    /// An option is out of range (`order` not a `corun_order` value, `direction` not a
+    /// `corun_direction` value).
     CORUN_ERR_INVALID_ARGUMENT = 12 => c"an option is out of range",
 }
 
@@ -114,6 +115,20 @@ pub struct corun_options {
     pub src_step: u64,
     /// Index step on the destination side.
     pub dst_step: u64,
+    /// A `corun_direction` value: `CORUN_ASCENDING` (0, also what a three-field
+    /// initializer leaves) or `CORUN_EITHER` (runs may descend on both sides too).
+    pub direction: u32,
+}
+
+/// Which way a run may go (`corun_options.direction`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum corun_direction {
+    /// Both sides step by +step.
+    CORUN_ASCENDING = 0,
+    /// Both by +step, or both by -step, for the whole run (a descending run's descriptors
+    /// start at its lowest page).
+    CORUN_EITHER = 1,
 }
 
 /// One layer buffer on both sides: page `i` is `item_len` bytes at `src_base + i *

@@ -140,7 +140,7 @@ TEST_GROUP(int64_t, i64, si64, di64, INT64_MAX, 5)
 /* Strided steps: token indices in pages of 16. */
 static void test_steps(void) {
     uint32_t src[] = {0, 16, 32, 96, 112}, dst[] = {160, 176, 192, 208, 224};
-    corun_options opt = {0, 16, 16};
+    corun_options opt = {0, 16, 16, CORUN_ASCENDING};
     corun_span out[5];
     corun_progress p;
     CHECK(corun_group_u32(src, 5, dst, 5, &opt, out, 5, &p) == CORUN_OK);
@@ -335,6 +335,11 @@ static int is_zero(const void *p, size_t n) {
     return 1;
 }
 #define DIRTY(x) memset(&(x), 0xAB, sizeof(x))
+/* Every field zero (padding bytes carry no value: compare fields, not bytes). */
+static int written_zero(const corun_written *w) {
+    return w->items == 0 && w->sges == 0 && w->done == 0 && w->error_layer == 0 &&
+           w->error_position == 0;
+}
 
 static void test_out_params_after_errors(void) {
     uint32_t buf[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -378,31 +383,31 @@ static void test_out_params_after_errors(void) {
         DIRTY(w);
         CHECK(corun_descriptors_u32(src, slen, dst, dlen, NULL, lay, spans, scap, cp, out, 8, &w) ==
               want);
-        CHECK(is_zero(&w, sizeof w));
+        CHECK(written_zero(&w));
         DIRTY(w);
         CHECK(corun_gather_u32(src, slen, dst, dlen, NULL, lay, 2, spans, scap, cp, rq, 4, sges, 4,
                                &w) == want);
-        CHECK(is_zero(&w, sizeof w));
+        CHECK(written_zero(&w));
     }
     /* The other index types share the code; one early error each proves the wiring. */
     DIRTY(w);
     CHECK(corun_descriptors_u64(b64, 8, b64, 7, NULL, &layout, spans, 8, &cur, d, 8, &w) ==
-          CORUN_ERR_LENGTH_MISMATCH && is_zero(&w, sizeof w));
+          CORUN_ERR_LENGTH_MISMATCH && written_zero(&w));
     DIRTY(w);
     CHECK(corun_descriptors_i32(bi32, 8, bi32, 7, NULL, &layout, spans, 8, &cur, d, 8, &w) ==
-          CORUN_ERR_LENGTH_MISMATCH && is_zero(&w, sizeof w));
+          CORUN_ERR_LENGTH_MISMATCH && written_zero(&w));
     DIRTY(w);
     CHECK(corun_descriptors_i64(bi64, 8, bi64, 7, NULL, &layout, spans, 8, &cur, d, 8, &w) ==
-          CORUN_ERR_LENGTH_MISMATCH && is_zero(&w, sizeof w));
+          CORUN_ERR_LENGTH_MISMATCH && written_zero(&w));
     DIRTY(w);
     CHECK(corun_gather_u64(b64, 8, NULL, 8, NULL, &layout, 2, spans, 8, &cur, reqs, 4, sges, 4,
-                           &w) == CORUN_ERR_NULL && is_zero(&w, sizeof w));
+                           &w) == CORUN_ERR_NULL && written_zero(&w));
     DIRTY(w);
     CHECK(corun_gather_i32(bi32, 8, bi32, 8, NULL, &bad_order, 2, spans, 8, &cur, reqs, 4, sges,
-                           4, &w) == CORUN_ERR_INVALID_ARGUMENT && is_zero(&w, sizeof w));
+                           4, &w) == CORUN_ERR_INVALID_ARGUMENT && written_zero(&w));
     DIRTY(w);
     CHECK(corun_gather_i64(bi64, 8, bi64, 8, NULL, &layout, 0, spans, 8, &cur, reqs, 4, sges, 4,
-                           &w) == CORUN_ERR_ZERO_MAX_SGE && is_zero(&w, sizeof w));
+                           &w) == CORUN_ERR_ZERO_MAX_SGE && written_zero(&w));
     /* A success after a dirty start is fully defined too. */
     DIRTY(w);
     memset(&cur, 0, sizeof cur);
@@ -429,6 +434,32 @@ static void test_out_params_after_errors(void) {
           is_zero(&p, sizeof p));
 }
 
+/* Either direction: descending runs merge, and their descriptors start at the lowest page. */
+static void test_either(void) {
+    const uint32_t src[5] = {99, 98, 97, 10, 11};
+    const uint32_t dst[5] = {9, 8, 7, 20, 21};
+    corun_options opt = CORUN_OPTIONS_DEFAULT;
+    corun_span spans[8], scratch[8];
+    corun_progress p;
+    corun_layer layer = {0, 1u << 20, 64, 64, 64};
+    corun_layout layout = {&layer, 1, 0, CORUN_LAYER_MAJOR};
+    corun_cursor cur = {0, 0, 0};
+    corun_descriptor d[8];
+    corun_written w;
+    size_t count = 0;
+    CHECK(corun_count_runs_u32(src, 5, dst, 5, &opt, &count) == CORUN_OK && count == 4);
+    opt.direction = CORUN_EITHER;
+    CHECK(corun_count_runs_u32(src, 5, dst, 5, &opt, &count) == CORUN_OK && count == 2);
+    CHECK(corun_group_u32(src, 5, dst, 5, &opt, spans, 8, &p) == CORUN_OK && p.spans == 2 &&
+          spans[0].len == 3 && spans[1].start == 3);
+    CHECK(corun_descriptors_u32(src, 5, dst, 5, &opt, &layout, scratch, 8, &cur, d, 8, &w) ==
+              CORUN_OK &&
+          w.items == 2);
+    CHECK(d[0].src_addr == 97 * 64 && d[0].dst_addr == (1u << 20) + 7 * 64 && d[0].len == 3 * 64);
+    opt.direction = 2;
+    CHECK(corun_count_runs_u32(src, 5, dst, 5, &opt, &count) == CORUN_ERR_INVALID_ARGUMENT);
+}
+
 /* The header's version macros and the library's version agree. */
 static void test_version(void) {
     char want[32];
@@ -440,6 +471,7 @@ static void test_version(void) {
 
 int main(void) {
     test_version();
+    test_either();
     test_group_u32();
     test_group_u64();
     test_group_i32();

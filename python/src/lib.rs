@@ -10,7 +10,7 @@
 use std::num::{NonZeroU64, NonZeroUsize};
 
 use ::corun::desc::{self, Layer, Layout, Plan};
-use ::corun::{Grouper, Index, Span};
+use ::corun::{Direction, Grouper, Index, Span};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -35,6 +35,18 @@ const DETACH_FROM: usize = 1024;
 /// result then describes some mixture of the old and new contents.
 fn kernel<T: Send>(py: Python<'_>, len: usize, f: impl FnOnce() -> T + Send) -> T {
     if len >= DETACH_FROM { py.detach(f) } else { f() }
+}
+
+/// The `direction` parameter: `"ascending"` (SGLang's runs) or `"either"` (runs may
+/// also descend on both sides, as vLLM's recycled blocks do).
+fn direction(d: &str) -> PyResult<Direction> {
+    match d {
+        "ascending" => Ok(Direction::Ascending),
+        "either" => Ok(Direction::Either),
+        _ => Err(PyValueError::new_err(format!(
+            "direction must be \"ascending\" or \"either\", got {d:?}"
+        ))),
+    }
 }
 
 fn mismatch(func: &str, src: usize, dst: usize) -> PyErr {
@@ -87,21 +99,25 @@ fn group_concurrent_contiguous<'py>(
 /// the dtype of its input (``np.asarray(src).dtype``: a list of ints gives int64, or
 /// uint64 when it holds values from 2**63), ``lengths[k]`` its length (int64). No Python
 /// object per run. With ``max_len``, longer runs come out as consecutive pieces of at most
-/// that length. Unequal lengths (one empty side included) raise ``ValueError``.
+/// that length. With ``direction="either"`` a run may also descend on both sides (its
+/// starts are its first positions; its lowest pages are ``starts - (lengths - 1)``).
+/// Unequal lengths (one empty side included) raise ``ValueError``.
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, max_len=None))]
+#[pyo3(signature = (src, dst, *, max_len=None, direction="ascending"))]
 fn runs<'py>(
     py: Python<'py>,
     src: &Bound<'py, PyAny>,
     dst: &Bound<'py, PyAny>,
     max_len: Option<&Bound<'py, PyAny>>,
+    direction: &str,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let base = Grouper::new().direction(self::direction(direction)?);
     let grouper = match max_len.filter(|m| !m.is_none()) {
-        None => Grouper::new(),
+        None => base,
         Some(m) => {
             let m = input::int_param(m, "max_len", 1, usize::MAX as i128, "1..2**64")?;
             match usize::try_from(m).ok().and_then(NonZeroUsize::new) {
-                Some(m) => Grouper::new().max_len(m),
+                Some(m) => base.max_len(m),
                 None => return Err(PyValueError::new_err("max_len must be in 1..2**64")),
             }
         }
@@ -141,8 +157,10 @@ fn runs<'py>(
 /// empty arrays (as the helper's ``([], [])`` leads to); other unequal lengths, a
 /// negative index, an address past 2**64, a zero item length, a cap below one item, and
 /// an unknown form raise ``ValueError``; outputs too large for memory ``MemoryError``.
+/// ``direction="either"`` merges runs that descend on both sides too (vLLM's recycled
+/// blocks): such a run's descriptor starts at its lowest page.
 #[pyfunction]
-#[pyo3(signature = (src, dst, src_bases, dst_bases, item_lens, *, max_bytes=None, form="arrays", src_dev_id=None, dst_dev_id=None))]
+#[pyo3(signature = (src, dst, src_bases, dst_bases, item_lens, *, max_bytes=None, form="arrays", src_dev_id=None, dst_dev_id=None, direction="ascending"))]
 #[allow(clippy::too_many_arguments)]
 fn transfer_descriptors<'py>(
     py: Python<'py>,
@@ -155,7 +173,9 @@ fn transfer_descriptors<'py>(
     form: &str,
     src_dev_id: Option<&Bound<'py, PyAny>>,
     dst_dev_id: Option<&Bound<'py, PyAny>>,
+    direction: &str,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let grouper = Grouper::new().direction(self::direction(direction)?);
     let dev_id = |obj: Option<&Bound<'py, PyAny>>, name| match obj.filter(|o| !o.is_none()) {
         None => Ok(0),
         Some(o) => input::u64_param(o, name),
@@ -201,9 +221,11 @@ fn transfer_descriptors<'py>(
     }
     let fail = |e| desc_error(e, &s_idx, &d_idx);
     let out = if empty {
-        emit::<u32>(py, &[], &[], &layout, form, &fail)?
+        emit::<u32>(py, &grouper, &[], &[], &layout, form, &fail)?
     } else {
-        with_slices!(&s_idx, &d_idx, Keep::Values, |s, d| emit(py, &s, &d, &layout, form, &fail)?)
+        with_slices!(&s_idx, &d_idx, Keep::Values, |s, d| {
+            emit(py, &grouper, &s, &d, &layout, form, &fail)?
+        })
     };
     PyTuple::new(py, out)
 }
@@ -213,17 +235,17 @@ fn transfer_descriptors<'py>(
 /// counted and written straight into the outputs.
 fn emit<'py, T: Index>(
     py: Python<'py>,
+    grouper: &Grouper,
     src: &[T],
     dst: &[T],
     layout: &Layout<'_>,
     form: Form,
     fail: &dyn Fn(desc::Error) -> PyErr,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let grouper = Grouper::new();
     let n_runs = grouper.count_runs(src, dst).map_err(errors::core)?;
     let mut spans = errors::try_vec::<Span>(n_runs, "the runs")?;
     spans.resize(n_runs, Span::default());
-    let plan = kernel(py, src.len(), || Plan::new(&grouper, src, dst, &mut spans)).map_err(fail)?;
+    let plan = kernel(py, src.len(), || Plan::new(grouper, src, dst, &mut spans)).map_err(fail)?;
     let n = plan.count_descriptors(layout).map_err(fail)?;
     output::descriptors(py, &plan, layout, n, form, fail)
 }

@@ -24,29 +24,49 @@ def reference(src, dst):
     return gs, gd
 
 
-def reference_runs(src, dst, max_len=None):
-    """``runs``: (src_starts, dst_starts, lengths) as lists, runs cut at ``max_len``."""
-    starts_s, starts_d, lens = [], [], []
-    for gs, gd in zip(*reference(src, dst)):
-        for k in range(0, len(gs), max_len or len(gs)):
-            starts_s.append(gs[k])
-            starts_d.append(gd[k])
-            lens.append(min(max_len or len(gs), len(gs) - k))
-    return starts_s, starts_d, lens
+def spans(src, dst, max_len=None, direction="ascending"):
+    """(start, length) of every run: a run's first pair sets its way (up by 1 on both
+    sides, or, with ``direction="either"``, down by 1 on both), it goes on while every pair
+    steps that way, and a cut at ``max_len`` ends it (the next run starts afresh)."""
+    s, d = [int(v) for v in src], [int(v) for v in dst]
+    if len(s) != len(d):
+        raise ValueError(f"lengths {len(s)} and {len(d)}")
+    out, i = [], 0
+    moves = lambda k, by: s[k + 1] == s[k] + by and d[k + 1] == d[k] + by  # noqa: E731
+    while i < len(s):
+        by = 1
+        if direction == "either" and i + 1 < len(s) and not moves(i, 1) and moves(i, -1):
+            by = -1
+        end = i + 1
+        while end < len(s) and (max_len is None or end - i < max_len) and moves(end - 1, by):
+            end += 1
+        out.append((i, end - i))
+        i = end
+    return out
 
 
-def reference_descriptors(src, dst, src_bases, dst_bases, item_lens, max_bytes=None):
-    """The per-layer loop consumers write, with the byte cap cutting whole items; None
-    where corun must raise (a negative index, or an end past 2**64)."""
+def reference_runs(src, dst, max_len=None, direction="ascending"):
+    """``runs``: (src_starts, dst_starts, lengths) as lists."""
+    s, d = [int(v) for v in src], [int(v) for v in dst]
+    got = spans(s, d, max_len, direction)
+    return [s[a] for a, _ in got], [d[a] for a, _ in got], [n for _, n in got]
+
+
+def reference_descriptors(src, dst, src_bases, dst_bases, item_lens, max_bytes=None,
+                          direction="ascending"):
+    """The per-layer loop consumers write, with the byte cap cutting whole items (a
+    descending run's pieces start at their lowest page); None where corun must raise (a
+    negative index, or an end past 2**64)."""
     sa, da, ln = [], [], []
-    groups = list(zip(*reference(src, dst)))
+    s, d = [int(v) for v in src], [int(v) for v in dst]
+    groups = [(s[a:a + n], d[a:a + n]) for a, n in spans(s, d, None, direction)] if s and d else []
     for sb, db, il in zip(src_bases, dst_bases, item_lens):
         per = max_bytes // il if max_bytes else None
         for gs, gd in groups:
             for k in range(0, len(gs), per or len(gs)):
                 n = min(per or len(gs), len(gs) - k)
-                sa.append(sb + gs[k] * il)
-                da.append(db + gd[k] * il)
+                sa.append(sb + min(gs[k:k + n]) * il)
+                da.append(db + min(gd[k:k + n]) * il)
                 ln.append(n * il)
     negative = any(v < 0 for g in groups for side in g for v in side)
     if negative or any(a + n > 2**64 for a, n in zip(sa + da, ln * 2)):

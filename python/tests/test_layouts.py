@@ -123,3 +123,35 @@ def test_issue_repros():
     assert (s.tolist(), d.tolist(), n.tolist()) == ([0], [0], [10])
     sa, da, ln = corun.transfer_descriptors(a, a, [0], [0], [8])
     assert (sa.tolist(), da.tolist(), ln.tolist()) == ([0], [0], [80])
+
+
+@settings(max_examples=300, deadline=None)
+@given(layout_pairs(), st.one_of(st.none(), st.integers(1, 9)), st.booleans())
+def test_either_direction_any_layout(p, max_len, descend):
+    # Descending runs (vLLM's recycled blocks), in any layout, against the reference.
+    src, dst = p
+    if descend:
+        src, dst = src[::-1], dst[::-1]
+    got = corun.runs(src, dst, max_len=max_len, direction="either")
+    assert tuple(x.tolist() for x in got) == reference_runs(src.tolist(), dst.tolist(), max_len, "either")
+    if len(src):
+        want = reference_descriptors(src.tolist(), dst.tolist(), [0], [1 << 40], [64], None, "either")
+        out = outcome(corun.transfer_descriptors, src, dst, [0], [1 << 40], [64], direction="either")
+        if want is None:
+            assert out[0] is ValueError
+        else:
+            assert tuple(v for _, v in out) == want
+
+
+def test_either_direction_merges_descending_runs():
+    src = np.array([99, 98, 97, 10, 11], np.int32)
+    dst = np.array([9, 8, 7, 20, 21], np.int32)
+    s, d, n = corun.runs(src, dst, direction="either")
+    assert (s.tolist(), d.tolist(), n.tolist()) == ([99, 10], [9, 20], [3, 2])
+    assert len(corun.runs(src, dst)[0]) == 4
+    sa, da, ln = corun.transfer_descriptors(src, dst, [0], [1 << 20], [64], direction="either")
+    assert (sa.tolist(), da.tolist(), ln.tolist()) == ([97 * 64, 10 * 64], [(1 << 20) + 7 * 64, (1 << 20) + 20 * 64], [192, 128])
+    with pytest.raises(ValueError, match="direction must be"):
+        corun.runs(src, dst, direction="down")
+    # SGLang's helper keeps SGLang's semantics.
+    assert corun.group_concurrent_contiguous(src, dst) == ([[99], [98], [97], [10, 11]], [[9], [8], [7], [20, 21]])

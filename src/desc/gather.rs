@@ -229,8 +229,12 @@ impl<T: Index> Plan<'_, T> {
             }
             let (s, d) = page(pos).ok_or((Fault::Overflow, pos))?;
             let prev = pos.checked_sub(1).and_then(page);
+            // Inside an ascending run the previous page always follows on both sides; a
+            // descending run's pages (either-direction plans) never do, so there every
+            // page is tested.
             let follows = |side: fn(&(T, T)) -> T, step: u64| {
-                c.offset > 0 || prev.is_some_and(|p| follows_by(side(&p), side(&(s, d)), step))
+                (c.offset > 0 && !self.steps.either)
+                    || prev.is_some_and(|p| follows_by(side(&p), side(&(s, d)), step))
             };
             if bytes > 0 {
                 let joins_dst = g.dst_packed && follows(|p| p.1, self.steps.dst);
@@ -251,7 +255,7 @@ impl<T: Index> Plan<'_, T> {
             }
             // Room for at least 1 page: the cap holds one (layout check), and was checked
             // above. The division only for runs of several pages (it is not cheap).
-            let take = if left > 1 && g.src_packed && g.dst_packed {
+            let take = if left > 1 && g.src_packed && g.dst_packed && !self.steps.either {
                 let room = (cap - bytes).checked_div(item).unwrap_or(0);
                 usize::try_from(room).map_or(left, |room| room.min(left))
             } else {

@@ -3,6 +3,7 @@
 use super::addr::{Fault, end_fits};
 use super::layout::Geo;
 use super::{Error, Layout, Order};
+use crate::index::follows_by;
 #[cfg(feature = "heapless")]
 use crate::sink::Tail;
 use crate::sink::{Sink, Slots};
@@ -331,12 +332,14 @@ impl<'a, T: Index> Plan<'a, T> {
         out: &mut impl Sink<Descriptor>,
     ) -> Result<bool, Error> {
         let per = g.per_descriptor();
+        let descends = self.descends(span);
         while c.offset < span.len {
             if !out.room(1) {
                 return Ok(false);
             }
             let pages = per.min(span.len - c.offset);
-            let position = span.start + c.offset;
+            // The piece's lowest page: its first position, or its last when it descends.
+            let position = span.start + c.offset + if descends { pages - 1 } else { 0 };
             let d = self
                 .descriptor(g, position, pages)
                 .map_err(|fault| fault.at(c.layer, position, out.count()))?;
@@ -346,11 +349,25 @@ impl<'a, T: Index> Plan<'a, T> {
         Ok(true)
     }
 
+    /// `span` descends (an either-direction plan): its pages run from high to low, so each
+    /// descriptor of it starts at the last position of its piece.
+    #[inline(always)]
+    fn descends(&self, span: Span) -> bool {
+        self.steps.either && span.len > 1 && {
+            let up = |x: &[T], step| match (x.get(span.start), x.get(span.start + 1)) {
+                (Some(&a), Some(&b)) => follows_by(a, b, step),
+                _ => true,
+            };
+            !(up(self.src, self.steps.src) && up(self.dst, self.steps.dst))
+        }
+    }
+
     /// The descriptor of the whole of `span` in layer `g`, for layers that passed
     /// [`Bounds::whole_and_safe`]: the arithmetic cannot overflow (it wraps, never panics).
     #[inline(always)]
     fn whole(&self, g: &Geo, span: Span) -> Descriptor {
-        let at = |x: &[T]| x.get(span.start).map_or(0, |v| v.widen() as u64);
+        let low = if self.descends(span) { span.end() - 1 } else { span.start };
+        let at = |x: &[T]| x.get(low).map_or(0, |v| v.widen() as u64);
         let l = &g.layer;
         Descriptor {
             src_addr: l.src_base.wrapping_add(at(self.src).wrapping_mul(l.src_stride)),

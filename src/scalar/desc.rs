@@ -101,13 +101,23 @@ fn write<T: Index>(
     let runs = group_with(grouper, src, dst)?;
     check(layout)?;
     let (ss, ds) = grouper.get_steps();
-    // (layer, run) -> its pieces (position, pages).
+    let either = grouper.get_direction() == crate::Direction::Either;
+    // (layer, run) -> its pieces (position of the lowest page, pages).
     let pieces = |layer: usize, run: &crate::Span| {
         let run = *run;
         let l = &layout.layers()[layer];
         let whole = packed(l, ss, l.src_stride) && packed(l, ds, l.dst_stride);
         let per = if whole { (cap_bytes(layout, l) / u128::from(l.item_len)) as usize } else { 1 };
-        (0..run.len).step_by(per.max(1)).map(move |o| (layer, run.start + o, per.min(run.len - o)))
+        // A descending run (either direction) is addressed from each piece's lowest page:
+        // its last position.
+        let down = either
+            && run.len > 1
+            && !(follows_by(src[run.start], src[run.start + 1], ss)
+                && follows_by(dst[run.start], dst[run.start + 1], ds));
+        (0..run.len).step_by(per.max(1)).map(move |o| {
+            let pages = per.min(run.len - o);
+            (layer, run.start + o + if down { pages - 1 } else { 0 }, pages)
+        })
     };
     let layers = 0..layout.layers().len();
     let order: Vec<(usize, usize, usize)> = match layout.get_order() {

@@ -30,7 +30,12 @@ pub fn seg_len() -> impl Strategy<Value = usize> {
 }
 
 pub fn seg() -> impl Strategy<Value = Seg> {
-    (seg_len(), jump(), jump()).prop_map(|(len, src, dst)| Seg { len, src, dst })
+    (seg_len(), jump(), jump(), prop::bool::weighted(0.25)).prop_map(|(len, src, dst, down)| Seg {
+        len,
+        src,
+        dst,
+        down,
+    })
 }
 
 pub fn start<T: TestIndex>(steps: (u64, u64)) -> impl Strategy<Value = (i128, i128)> {

@@ -44,12 +44,14 @@ pub enum Jump {
 }
 
 /// One segment of the input: a jump on each side, then `len` values stepping by the
-/// side's step (+1 unless a test picks another).
+/// side's step (+1 unless a test picks another), or by minus the step on both sides when
+/// `down` (a descending run, as recycled blocks come out of vLLM's free queue).
 #[derive(Clone, Copy, Debug)]
 pub struct Seg {
     pub len: usize,
     pub src: Jump,
     pub dst: Jump,
+    pub down: bool,
 }
 
 impl<'a> Arbitrary<'a> for Seg {
@@ -58,7 +60,7 @@ impl<'a> Arbitrary<'a> for Seg {
         let b = u8::arbitrary(u)?;
         let len =
             if b & 0x80 == 0 { 1 + usize::from(b & 3) } else { 1 + 2 * usize::from(b & 0x7f) };
-        Ok(Seg { len, src: u.arbitrary()?, dst: u.arbitrary()? })
+        Ok(Seg { len, src: u.arbitrary()?, dst: u.arbitrary()?, down: u.arbitrary()? })
     }
 }
 
@@ -107,13 +109,14 @@ pub fn build<T: TestIndex>(
     let (mut src, mut dst) = (Vec::new(), Vec::new());
     let apply = |x: i128, j: Jump, step: i128| match j {
         Jump::Step => x + step,
-        Jump::Anchor(k) => anchor::<T>(k, step as u64),
+        Jump::Anchor(k) => anchor::<T>(k, step.unsigned_abs() as u64),
         Jump::Delta(delta) => x + i128::from(delta),
     };
     for (i, seg) in segs.iter().enumerate() {
         if seg.len == 0 {
             continue;
         }
+        let (ss, ds) = if seg.down { (-ss, -ds) } else { (ss, ds) };
         (s, d) =
             if i == 0 { (s + ss, d + ds) } else { (apply(s, seg.src, ss), apply(d, seg.dst, ds)) };
         src.push(T::wrap(s));

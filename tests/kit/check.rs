@@ -4,28 +4,53 @@
 
 use core::num::NonZeroUsize;
 
-use corun::{Grouper, Index, Progress, Span, scalar};
+use corun::{Direction, Grouper, Index, Progress, Span, scalar};
 
 use super::build::{SENTINEL, TestIndex};
 
 /// The reference spans, checked against the definition: they partition `0..len` in
-/// order, both sides step by exactly their step inside each, and every boundary is a real
-/// break (or a cut at `max_len`).
+/// order; inside each, every pair steps the same way (up by each side's step, or, with
+/// [`Direction::Either`], down by it on both sides, the run's first pair setting the way,
+/// up when both hold); and every boundary is a real break or a cut at `max_len`.
 pub fn reference<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) -> Vec<Span> {
     let spans = scalar::group_with(grouper, src, dst).unwrap();
     let max = grouper.get_max_len().map_or(usize::MAX, NonZeroUsize::get);
     let (ss, ds) = grouper.get_steps();
-    let follows = |i: usize| {
-        src[i].wide() + i128::from(ss) == src[i + 1].wide()
-            && dst[i].wide() + i128::from(ds) == dst[i + 1].wide()
+    let either = grouper.get_direction() == Direction::Either;
+    let (ss, ds) = (i128::from(ss), i128::from(ds));
+    let moves = |i: usize, down: bool| {
+        let (s, d) = if down { (-ss, -ds) } else { (ss, ds) };
+        src[i].wide() + s == src[i + 1].wide() && dst[i].wide() + d == dst[i + 1].wide()
+    };
+    // The way pair `i` goes, if it goes either way this grouping allows (up first).
+    let way = |i: usize| {
+        if moves(i, false) {
+            Some(false)
+        } else if either && moves(i, true) {
+            Some(true)
+        } else {
+            None
+        }
     };
     let mut pos = 0;
     for span in &spans {
         assert_eq!(span.start, pos, "spans must tile the input");
         assert!(span.len >= 1 && span.len <= max, "span length out of range: {span:?}");
-        assert!((span.start..span.end() - 1).all(follows), "a span holds a break: {span:?}");
+        // Each span is a run of its own (a cut at `max_len` ends a run): its first pair
+        // sets its way.
+        let dir = if span.len > 1 { way(span.start) } else { None };
+        let inside = span.start..span.end() - 1;
+        assert!(
+            dir.is_some_and(|down| inside.clone().all(|i| moves(i, down))) || inside.is_empty(),
+            "a span holds a break or turns: {span:?}"
+        );
         if span.end() < src.len() {
-            assert!(span.len == max || !follows(span.end() - 1), "span not maximal: {span:?}");
+            let last = span.end() - 1;
+            let continues = match dir {
+                Some(down) => moves(last, down),
+                None => way(last).is_some(),
+            };
+            assert!(span.len == max || !continues, "span not maximal: {span:?}");
         }
         pos = span.end();
     }
@@ -33,8 +58,19 @@ pub fn reference<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) -> Vec<S
     spans
 }
 
-/// Every output form of `grouper` against the reference, one shot.
+/// `grouper`, and the same grouping in either direction when it is ascending: every check
+/// below runs on both, so every generator, test and fuzz target covers descending runs.
+pub fn both_ways(grouper: &Grouper) -> impl Iterator<Item = Grouper> {
+    let either = grouper.direction(Direction::Either);
+    core::iter::once(*grouper).chain((either != *grouper).then_some(either))
+}
+
+/// Every output form of `grouper` against the reference, one shot, both ways.
 pub fn check_with<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) {
+    both_ways(grouper).for_each(|g| check_with_one(&g, src, dst));
+}
+
+fn check_with_one<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) {
     let want = reference(grouper, src, dst);
     let n = want.len();
 
@@ -81,6 +117,10 @@ pub fn check<T: TestIndex>(src: &[T], dst: &[T]) {
 /// Fills buffers of the given capacities in turn (cycling), resuming from `consumed`
 /// each time, and checks that the pieces add up to the one-shot reference.
 pub fn check_resume<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T], caps: &[usize]) {
+    both_ways(grouper).for_each(|g| check_resume_one(&g, src, dst, caps));
+}
+
+fn check_resume_one<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T], caps: &[usize]) {
     let want = reference(grouper, src, dst);
     let mut got = Vec::new();
     let mut pos = 0;
@@ -101,11 +141,23 @@ pub fn check_resume<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T], caps:
         got.extend(spans.iter().map(|s| Span { start: s.start + pos, len: s.len }));
         pos += p.consumed;
     }
-    assert_eq!(got, want, "resumed output differs from one shot");
+    assert_eq!(
+        got, want,
+        "resumed output differs from one shot ({grouper:?}, src {src:?}, dst {dst:?})"
+    );
 }
 
 /// The same with a `heapless::Vec` of capacity `N`, `pre` slots already taken each time.
 pub fn check_resume_heapless<T: TestIndex, const N: usize>(
+    grouper: &Grouper,
+    src: &[T],
+    dst: &[T],
+    pre: usize,
+) {
+    both_ways(grouper).for_each(|g| check_resume_heapless_one::<T, N>(&g, src, dst, pre));
+}
+
+fn check_resume_heapless_one<T: TestIndex, const N: usize>(
     grouper: &Grouper,
     src: &[T],
     dst: &[T],

@@ -158,6 +158,17 @@ pub fn check_descriptors<T: super::TestIndex>(
     layout: &Layout<'_>,
     caps: &[usize],
 ) {
+    super::check::both_ways(grouper)
+        .for_each(|g| check_descriptors_one(&g, src, dst, layout, caps));
+}
+
+fn check_descriptors_one<T: super::TestIndex>(
+    grouper: &Grouper,
+    src: &[T],
+    dst: &[T],
+    layout: &Layout<'_>,
+    caps: &[usize],
+) {
     let (want, want_err) = reference::descriptors_until_error(grouper, src, dst, layout);
     let want_result = match want_err {
         Some(e) => Err(e),
@@ -272,6 +283,18 @@ fn valid(r: &Result<corun::desc::Written, Error>) -> usize {
 
 /// Gather lists: every form against the reference, one shot and resumed.
 pub fn check_gather<T: super::TestIndex>(
+    grouper: &Grouper,
+    src: &[T],
+    dst: &[T],
+    layout: &Layout<'_>,
+    max_sge: usize,
+    caps: &[usize],
+) {
+    super::check::both_ways(grouper)
+        .for_each(|g| check_gather_one(&g, src, dst, layout, max_sge, caps));
+}
+
+fn check_gather_one<T: super::TestIndex>(
     grouper: &Grouper,
     src: &[T],
     dst: &[T],

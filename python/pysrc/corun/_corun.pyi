@@ -20,11 +20,17 @@ def group_concurrent_contiguous(
     ``TypeError``. Any array layout is accepted (misaligned, strided, byte-swapped)."""
 
 def runs(
-    src: IndexArray, dst: IndexArray, *, max_len: Optional[int] = None
+    src: IndexArray,
+    dst: IndexArray,
+    *,
+    max_len: Optional[int] = None,
+    direction: Literal["ascending", "either"] = "ascending",
 ) -> Tuple[npt.NDArray[np.integer], npt.NDArray[np.integer], npt.NDArray[np.int64]]:
     """``(src_starts, dst_starts, lengths)`` of every run (starts in each input's own dtype,
     ``np.asarray(src).dtype``; lengths int64); ``max_len`` (an int from 1) cuts longer runs
-    into pieces. Unequal lengths: ``ValueError``; outputs too large: ``MemoryError``."""
+    into pieces; ``direction="either"`` merges runs that descend on both sides too (their
+    lowest pages are ``starts - (lengths - 1)``). Unequal lengths: ``ValueError``; outputs
+    too large: ``MemoryError``."""
 
 def transfer_descriptors(
     src: IndexArray,
@@ -37,6 +43,7 @@ def transfer_descriptors(
     form: Literal["arrays", "lists", "nixl"] = "arrays",
     src_dev_id: Optional[int] = 0,
     dst_dev_id: Optional[int] = 0,
+    direction: Literal["ascending", "either"] = "ascending",
 ) -> Union[
     Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint64]],
     Tuple[list[int], list[int], list[int]],
