@@ -1,0 +1,376 @@
+"""Page lists as the serving stacks' real allocators make them, and what each way of
+turning them into transfers costs.
+
+Two pools per stack, a prefill pool (the source pages) and a decode pool (the
+destination pages), are driven by a stream of requests; each request's `(src, dst)`
+page lists are recorded as its allocator hands them out, then grouped every way:
+
+- ``asc``: concurrent ascending runs (what corun and SGLang's helper find today);
+- ``either``: ascending or descending runs (``direction="either"``);
+- ``orderfree``: the fewest descriptors for the *set* of pairs (sorted by destination,
+  then grouped: the pages are distinct, so the set fixes the transfer);
+- ``gather_wrs`` / ``gather_wrs_either``: RDMA WRITE work requests with gather lists:
+  one request per contiguous destination run (ascending, or either direction), gathering
+  the source segments (concurrent runs) inside it, at most ``MAX_SGE`` per request.
+
+Descriptors are counted per layer buffer (a transfer posts that many times the number
+of buffers). The allocators:
+
+- **vLLM 0.33** (``pip install --no-deps vllm==0.33.0``): the real ``KVCacheBlock`` and
+  ``FreeKVCacheBlockQueue`` classes, compiled from the installed package's
+  ``vllm/v1/core/kv_cache_utils.py`` (importing it pulls in the rest of vLLM), driven as
+  ``vllm/v1/core/block_pool.py`` drives them: ``get_new_blocks`` pops
+  ``free_block_queue.popleft_n(n)`` (evicting the cached blocks it takes);
+  ``free_blocks`` takes a request's blocks *reversed*
+  (``single_type_kv_cache_manager.py``, ``free``) and puts the hashed ones back at the
+  tail (``append_n``, LRU) and the others at the head (``prepend_n``, LIFO); a prefix hit
+  ``touch``\\es its blocks (``free_block_queue.remove`` from the middle of the queue).
+  Prefix caching is on: full blocks carry a hash chain, and a request that shares a
+  prefix with an earlier one reuses the blocks still cached. In vLLM's NIXL pull mode
+  the prefill side allocates first and the decode side after it (``allocate_slots``),
+  ignoring the remote blocks.
+- **SGLang 0.5.23** (``sglang/srt/mem_cache/allocator/paged.py``, torch code): a numpy
+  port of ``PagedTokenToKVPoolAllocator``'s ``clear`` (free pages ``1..num_pages``),
+  ``alloc`` (``free_pages[:n]``, merging and sorting the staged frees first when short:
+  ``merge_and_sort_free``) and ``free_page_ids`` / ``_release_page_ids`` (P/D mode,
+  ``need_sort``: freed pages are staged; otherwise prepended). SGLang's decode side
+  allocates first (``DecodePreallocQueue``) and sends its pages before the prefill side
+  allocates (``alloc_extend``).
+
+The two pools are separate allocators, so which side allocates first changes nothing in
+the lists; it matters for placement (``issues``), not here.
+
+Workloads: request lengths are lognormal in tokens (median 1,024, sigma 1.0, a long
+context of 64x the median one request in 200), pages of 1, 16 or 128 tokens, pools kept
+at an occupancy (50-95%) by finishing the oldest requests, decode sequences growing by a
+block with a probability per step, and (vLLM) a share of requests repeating an earlier
+request's prefix.
+
+    python python/replay.py            # the full grid
+    python python/replay.py --quick    # a small one (CI)
+
+The report goes to results/<machine>/<date>-<commit>/replay.txt; its last lines are one
+per allocator and workload:
+``replay allocator=<vllm|sglang> workload=<name> requests=<n> pages=<n> asc=<d>
+either=<d> orderfree=<d> gather_wrs=<n> gather_wrs_either=<n>``.
+"""
+
+import argparse
+import ast
+import importlib.util
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+import corun
+
+VLLM = "pip install --no-deps vllm==0.33.0"
+MAX_SGE = 30
+# Posting costs per descriptor: Mooncake over TCP (measured here), NIXL (vLLM PR 55841's
+# figures) and an RDMA work request (cuMemcpyBatchAsync, vLLM PR 48434).
+COSTS_US = {"mooncake_tcp": 50.0, "nixl": 3.4, "rdma": 0.5}
+LAYER_BUFFERS = 128  # 64 layers x (K, V)
+
+
+# --- vLLM's real free queue ---------------------------------------------------------
+
+
+def vllm_classes():
+    """``KVCacheBlock`` and ``FreeKVCacheBlockQueue``, compiled from the installed vLLM's
+    own ``v1/core/kv_cache_utils.py`` (the text unchanged)."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"vLLM is not installed: {VLLM}")
+    path = os.path.join(list(spec.submodule_search_locations)[0], "v1", "core", "kv_cache_utils.py")
+    text = open(path).read()
+    tree = ast.parse(text)
+    from collections.abc import Iterable, Iterator, Sequence
+
+    env = {"dataclass": dataclass, "field": field, "Optional": Optional, "Iterable": Iterable,
+           "Iterator": Iterator, "Sequence": Sequence, "BlockHashWithGroupId": object,
+           "__name__": __name__}
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name in ("KVCacheBlock", "FreeKVCacheBlockQueue"):
+            code = "\n".join(text.splitlines()[node.lineno - 1 - len(node.decorator_list):node.end_lineno])
+            exec(compile(code, f"<vllm {node.name}>", "exec"), env)
+            found[node.name] = env[node.name]
+    if len(found) != 2:
+        raise ImportError(f"vLLM's free queue not found: is it version 0.33.0? ({VLLM})")
+    return found["KVCacheBlock"], found["FreeKVCacheBlockQueue"]
+
+
+class VllmPool:
+    """One vLLM block pool: the real free queue, driven as ``BlockPool`` drives it."""
+
+    def __init__(self, classes, blocks, caching):
+        Block, Queue = classes
+        self.blocks = [Block(block_id=i) for i in range(blocks)]
+        self.queue = Queue(self.blocks)
+        self.caching = caching
+        self.cached = {}  # hash -> block (in use or in the free queue)
+        self.hits = self.lookups = 0
+
+    def free_count(self):
+        return self.queue.num_free_blocks
+
+    def get_new_blocks(self, n):
+        # block_pool.py get_new_blocks: popleft_n, evicting what it takes from the cache.
+        out = self.queue.popleft_n(n)
+        for b in out:
+            if b.block_hash is not None:
+                self.cached.pop(b.block_hash, None)
+                b.reset_hash()
+            b.ref_cnt += 1
+        return out
+
+    def allocate(self, hashes):
+        """Blocks for a request whose full blocks have `hashes` (None: not cacheable):
+        the cached prefix touched (taken out of the free queue where it waits), the rest
+        new."""
+        hit = []
+        if self.caching:
+            for h in hashes:
+                b = self.cached.get(h) if h is not None else None
+                if b is None:
+                    break
+                hit.append(b)
+            self.lookups += sum(h is not None for h in hashes)
+            self.hits += len(hit)
+            for b in hit:  # block_pool.py touch
+                if b.ref_cnt == 0:
+                    self.queue.remove(b)
+                b.ref_cnt += 1
+        new = self.get_new_blocks(len(hashes) - len(hit))
+        if self.caching:
+            for b, h in zip(new, hashes[len(hit):]):
+                if h is not None and h not in self.cached:
+                    b.set_block_hash(h)
+                    self.cached[h] = b
+        return hit + new
+
+    def free(self, blocks):
+        # single_type_kv_cache_manager.py free: free_blocks(reversed(blocks)); block_pool.py
+        # free_blocks: hashed blocks to the tail (LRU), the others to the head (LIFO).
+        last, first = [], []
+        for b in reversed(blocks):
+            b.ref_cnt -= 1
+            if b.ref_cnt == 0:
+                (first if b.block_hash is None or not self.caching else last).append(b)
+        self.queue.prepend_n(first)
+        self.queue.append_n(last)
+
+
+# --- SGLang's paged allocator, ported ------------------------------------------------
+
+
+class SglangPool:
+    """A numpy port of SGLang 0.5.23's ``PagedTokenToKVPoolAllocator`` page bookkeeping
+    (``srt/mem_cache/allocator/paged.py``), P/D mode (``need_sort=True``)."""
+
+    def __init__(self, pages, need_sort=True):
+        # clear(): free pages 1..num_pages (page 0 is the padded slot).
+        self.free_pages = np.arange(1, pages + 1, dtype=np.int64)
+        self.staged = []
+        self.need_sort = need_sort
+
+    def free_count(self):
+        return len(self.free_pages) + sum(len(s) for s in self.staged)
+
+    def merge_and_sort_free(self):
+        # merge_and_sort_free(): torch.sort(torch.cat((free_pages, *staged_pages)))
+        if self.staged:
+            self.free_pages = np.sort(np.concatenate([self.free_pages, *self.staged]))
+            self.staged = []
+
+    def alloc(self, n):
+        # alloc(): merge when short, then free_pages[:num_pages].
+        if n > len(self.free_pages):
+            self.merge_and_sort_free()
+        if n > len(self.free_pages):
+            return None
+        out, self.free_pages = self.free_pages[:n], self.free_pages[n:]
+        return out
+
+    def free_page_ids(self, pages):
+        # _release_page_ids(): staged when need_sort, else torch.cat((*page_ids, free_pages)).
+        pages = np.asarray(pages, dtype=np.int64)
+        if self.need_sort:
+            self.staged.append(pages)
+        else:
+            self.free_pages = np.concatenate([pages, self.free_pages])
+
+
+# --- the request stream ---------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    name: str
+    page_tokens: int
+    occupancy: float
+    growth: float  # probability per step that a live decode sequence grows a block
+    prefix_share: float  # requests that repeat an earlier request's prefix (vLLM)
+
+
+def workloads(quick):
+    if quick:
+        return [Workload("p16-occ80-g0", 16, 0.8, 0.0, 0.3), Workload("p16-occ80-g30", 16, 0.8, 0.3, 0.3)]
+    out = []
+    for pt in (1, 16, 128):
+        for occ in (0.5, 0.8, 0.95):
+            for g in (0.0, 0.05, 0.3):
+                out.append(Workload(f"p{pt}-occ{int(occ * 100)}-g{int(g * 100)}", pt, occ, g, 0.3))
+    return out
+
+
+def request_blocks(rng, page_tokens, pool):
+    """Blocks of one request: lognormal tokens (median 1,024), one in 200 a long context."""
+    tokens = rng.lognormal(np.log(1024), 1.0)
+    if rng.random() < 0.005:
+        tokens *= 64
+    return int(min(max(1, -(-int(tokens) // page_tokens)), pool // 4))
+
+
+def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7):
+    """The recorded `(src, dst)` page lists of `requests` requests, and the prefix-cache
+    hit rate (vLLM)."""
+    rng = np.random.default_rng(seed)
+    if allocator == "vllm":
+        classes = vllm_classes()
+        pre, dec = VllmPool(classes, prefill_blocks, True), VllmPool(classes, decode_blocks, False)
+    else:
+        pre, dec = SglangPool(prefill_blocks), SglangPool(decode_blocks)
+    live = deque()  # (prefill pages, decode pages list)
+    recent = deque(maxlen=64)  # hash roots of recent requests, for shared prefixes
+    lists = []
+
+    def finish_oldest():
+        p, d = live.popleft()
+        if allocator == "vllm":
+            pre.free(p)
+            dec.free(d)
+        else:
+            pre.free_page_ids(p)
+            dec.free_page_ids(d)
+
+    for r in range(requests):
+        n = request_blocks(rng, w.page_tokens, min(prefill_blocks, decode_blocks))
+        # Keep each pool at its occupancy: finish the oldest requests first.
+        while live and (pre.free_count() - n < (1 - w.occupancy) * prefill_blocks
+                        or dec.free_count() - n < (1 - w.occupancy) * decode_blocks):
+            finish_oldest()
+        # Full blocks carry a hash chain (root, index); a shared prefix reuses a root.
+        root = r
+        if recent and rng.random() < w.prefix_share:
+            root = recent[int(rng.integers(len(recent)))]
+        recent.append(r)
+        shared = int(n * rng.uniform(0.2, 0.8)) if root != r else 0
+        hashes = [(root, i) if i < shared else (r, i) for i in range(n - 1)] + [None]
+        if allocator == "vllm":
+            # Pull mode: the prefill side allocates first, the decode side after it.
+            p = pre.allocate(hashes)
+            d = dec.get_new_blocks(n)
+            src = np.array([b.block_id for b in p], dtype=np.int32)
+            dst = np.array([b.block_id for b in d], dtype=np.int32)
+        else:
+            # The decode side allocates first and sends its pages; then the prefill side.
+            d = dec.alloc(n)
+            p = pre.alloc(n)
+            if d is None or p is None:
+                continue
+            src, dst = p.astype(np.int32), d.astype(np.int32)
+        lists.append((src, dst))
+        live.append((p, list(d)))
+        # Decode sequences grow: a block now and then, from the decode pool.
+        for i in range(len(live)):
+            if w.growth and rng.random() < w.growth:
+                more = dec.get_new_blocks(1) if allocator == "vllm" else dec.alloc(1)
+                if more is not None and len(more):
+                    live[i][1].extend(list(more))
+    hit_rate = pre.hits / pre.lookups if allocator == "vllm" and pre.lookups else None
+    return lists, hit_rate
+
+
+# --- the ways -------------------------------------------------------------------------
+
+
+def gather_wrs(src, dst, direction):
+    """Work requests of gather lists: one per destination run (`direction`), each
+    gathering the concurrent runs inside it as segments, at most MAX_SGE per request."""
+    d_starts = np.cumsum(np.concatenate([[0], corun.runs(dst, dst, direction=direction)[2]]))
+    c_lens = corun.runs(src, dst, direction=direction)[2]
+    c_starts = np.concatenate([[0], np.cumsum(c_lens)[:-1]])
+    segs = np.diff(np.searchsorted(c_starts, d_starts))
+    return int(np.sum(-(-segs // MAX_SGE)))
+
+
+WAYS = {
+    "asc": lambda s, d: len(corun.runs(s, d)[2]),
+    "either": lambda s, d: len(corun.runs(s, d, direction="either")[2]),
+    "orderfree": lambda s, d: len(corun.runs(s[np.argsort(d, kind="stable")], np.sort(d))[2]),
+    "gather_wrs": lambda s, d: gather_wrs(s, d, "ascending"),
+    "gather_wrs_either": lambda s, d: gather_wrs(s, d, "either"),
+}
+
+
+def report(allocator, w, lists, hit_rate, out):
+    pages = np.array([len(s) for s, _ in lists])
+    counts, cpu = {}, {}
+    for way, f in WAYS.items():
+        t = time.perf_counter()
+        counts[way] = np.array([f(s, d) for s, d in lists])
+        cpu[way] = (time.perf_counter() - t) / max(len(lists), 1)
+    out(f"\n### {allocator} {w.name}: {len(lists)} requests, {int(pages.sum())} pages"
+        + (f", prefix-cache hit rate {hit_rate:.3f}" if hit_rate is not None else ""))
+    out("\n| way | descriptors (per buffer) | p50 / p99 per request | pages per descriptor p50 / worst 1% "
+        "| CPU µs per request | posting ms per request at Mooncake TCP / NIXL / RDMA (128 buffers) |")
+    out("|---|---|---|---|---|---|")
+    for way, c in counts.items():
+        per = pages / np.maximum(c, 1)
+        post = " / ".join(f"{np.mean(c) * LAYER_BUFFERS * us / 1000:.2f}" for us in COSTS_US.values())
+        out(f"| {way} | {int(c.sum())} | {np.percentile(c, 50):.0f} / {np.percentile(c, 99):.0f} "
+            f"| {np.percentile(per, 50):.1f} / {np.percentile(per, 1):.1f} | {cpu[way] * 1e6:.1f} | {post} |")
+    return {k: int(v.sum()) for k, v in counts.items()}, int(pages.sum())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="two workloads, 300 requests (CI)")
+    ap.add_argument("--requests", type=int, help="requests per workload (default 5000)")
+    ap.add_argument("--allocators", nargs="*", default=["vllm", "sglang"], choices=["vllm", "sglang"])
+    args = ap.parse_args(argv)
+    requests = args.requests or (300 if args.quick else 5000)
+    prefill_blocks, decode_blocks = (8000, 12000) if args.quick else (40000, 60000)
+    out = print
+    out(f"corun {corun.__version__}; pools of {prefill_blocks} prefill and {decode_blocks} decode "
+        f"pages; {requests} requests per workload; max_sge {MAX_SGE}")
+    lines = []
+    for allocator in args.allocators:
+        if allocator == "vllm":
+            try:
+                vllm_classes()
+            except ImportError as e:
+                sys.exit(f"replay.py: {e}")
+        for w in workloads(args.quick):
+            lists, hit_rate = replay(allocator, w, requests, prefill_blocks, decode_blocks)
+            totals, pages = report(allocator, w, lists, hit_rate, out)
+            lines.append(f"replay allocator={allocator} workload={w.name} requests={len(lists)} "
+                         f"pages={pages} " + " ".join(f"{k}={v}" for k, v in totals.items()))
+    out("")
+    for line in lines:
+        out(line)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import results
+
+    if "--quick" not in sys.argv and "--help" not in sys.argv and "-h" not in sys.argv:
+        results.tee("replay.txt")
+    main()

@@ -1,0 +1,78 @@
+"""The replay harness (replay.py) on vLLM's real free queue and SGLang's allocator port:
+its report lines, and what the ways must satisfy on any page lists."""
+
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import replay  # noqa: E402
+
+LINE = re.compile(
+    r"^replay allocator=(vllm|sglang) workload=(\S+) requests=(\d+) pages=(\d+) asc=(\d+) "
+    r"either=(\d+) orderfree=(\d+) gather_wrs=(\d+) gather_wrs_either=(\d+)$"
+)
+
+
+def vllm_installed():
+    try:
+        replay.vllm_classes()
+        return True
+    except ImportError:
+        if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
+            raise
+        return False
+
+
+def test_ways_on_hand_made_lists():
+    # A descending run (vLLM's recycled blocks), an ascending one, a singleton.
+    src = np.array([99, 98, 97, 10, 11, 50], np.int32)
+    dst = np.array([9, 8, 7, 20, 21, 3], np.int32)
+    assert replay.WAYS["asc"](src, dst) == 5  # [99] [98] [97] [10 11] [50]
+    assert replay.WAYS["either"](src, dst) == 3
+    assert replay.WAYS["orderfree"](src, dst) == 3  # sorted by dst: 3 | 7 8 9 | 20 21
+    assert replay.WAYS["gather_wrs"](src, dst) == 5  # dst runs: [9] [8] [7] [20 21] [3]
+    assert replay.WAYS["gather_wrs_either"](src, dst) == 3  # [9 8 7] [20 21] [3]
+
+
+def test_sglang_port_hands_out_sorted_free_pages():
+    pool = replay.SglangPool(10)
+    a = pool.alloc(4)
+    assert a.tolist() == [1, 2, 3, 4]
+    pool.free_page_ids([3, 1])
+    b = pool.alloc(6)  # exactly what is left unstaged
+    assert b.tolist() == [5, 6, 7, 8, 9, 10]
+    c = pool.alloc(2)  # short: the staged pages are merged and sorted first
+    assert c.tolist() == [1, 3]
+    assert pool.alloc(1) is None
+
+
+@pytest.mark.skipif(not vllm_installed(), reason=f"vLLM not installed ({replay.VLLM})")
+def test_vllm_free_queue_is_vllms_own_and_reverses_frees():
+    classes = replay.vllm_classes()
+    assert classes[1].__name__ == "FreeKVCacheBlockQueue"
+    pool = replay.VllmPool(classes, 16, caching=False)
+    first = pool.get_new_blocks(4)
+    assert [b.block_id for b in first] == [0, 1, 2, 3]
+    pool.free(first)
+    # Freed in reverse, at the head: recycled blocks come out descending.
+    assert [b.block_id for b in pool.get_new_blocks(4)] == [3, 2, 1, 0]
+
+
+@pytest.mark.skipif(not vllm_installed(), reason=f"vLLM not installed ({replay.VLLM})")
+def test_quick_replay_report(capsys):
+    replay.main(["--quick"])
+    lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("replay ")]
+    assert len(lines) == 4
+    for line in lines:
+        m = LINE.match(line)
+        assert m, line
+        asc, either, orderfree, wrs, wrs_either = map(int, m.groups()[4:])
+        assert either <= asc and orderfree <= asc and wrs_either <= wrs
+    vllm_g0 = LINE.match(lines[0]).groups()
+    assert vllm_g0[0] == "vllm" and vllm_g0[1].endswith("-g0")
+    # Gather lists over either-direction destination runs: at least 3x fewer requests.
+    assert int(vllm_g0[7]) >= 3 * int(vllm_g0[8])
