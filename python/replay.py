@@ -7,8 +7,9 @@ page lists are recorded as its allocator hands them out, then grouped every way:
 
 - ``asc``: concurrent ascending runs (what corun and SGLang's helper find today);
 - ``either``: ascending or descending runs (``direction="either"``);
-- ``orderfree``: the fewest descriptors for the *set* of pairs (sorted by destination,
-  then grouped: the pages are distinct, so the set fixes the transfer);
+- ``orderfree``: the fewest descriptors for the *set* of pairs
+  (``corun.sort_by_destination``, then grouped: the pages are distinct, so the set fixes
+  the transfer); its CPU time includes the sort;
 - ``gather_wrs`` / ``gather_wrs_either``: RDMA WRITE work requests with gather lists:
   one request per contiguous destination run (ascending, or either direction), gathering
   the source segments (concurrent runs) inside it, at most ``MAX_SGE`` per request.
@@ -313,7 +314,7 @@ def gather_wrs(src, dst, direction):
 WAYS = {
     "asc": lambda s, d: len(corun.runs(s, d)[2]),
     "either": lambda s, d: len(corun.runs(s, d, direction="either")[2]),
-    "orderfree": lambda s, d: len(corun.runs(s[np.argsort(d, kind="stable")], np.sort(d))[2]),
+    "orderfree": lambda s, d: len(corun.runs(*corun.sort_by_destination(s, d))[2]),
     "gather_wrs": lambda s, d: gather_wrs(s, d, "ascending"),
     "gather_wrs_either": lambda s, d: gather_wrs(s, d, "either"),
 }

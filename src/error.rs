@@ -18,6 +18,14 @@ pub enum Error {
         /// Spans that needed room.
         spans: usize,
     },
+    /// Two pairs have one destination ([`sort_by_destination`](crate::sort_by_destination)
+    /// needs a set of pairs): the input positions of two of them.
+    DuplicateDestination {
+        /// The first position with that destination.
+        first: usize,
+        /// The second.
+        second: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -27,6 +35,11 @@ impl fmt::Display for Error {
                 write!(f, "src and dst must have equal lengths, got {src} and {dst}")
             }
             Error::Alloc { spans } => write!(f, "could not allocate room for {spans} spans"),
+            Error::DuplicateDestination { first, second } => write!(
+                f,
+                "positions {first} and {second} have the same destination: order-free grouping \
+                 needs distinct destinations"
+            ),
         }
     }
 }

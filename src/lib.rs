@@ -37,6 +37,7 @@
 //! | lazy iterator | [`runs`] |
 //! | `heapless::Vec<Span, N>`, resumable (feature `heapless`) | `group_into_heapless` |
 //! | `Vec<Span>` (feature `alloc`, on by default) | `group` |
+//! | the fewest runs for the *set* of pairs (sort first) | [`sort_by_destination`], then any form |
 //!
 //! [`Grouper`] carries the options (a cap on run length, strided steps) and has every
 //! form as a method. [`desc`] turns runs into transfer descriptors and RDMA gather lists
@@ -99,6 +100,7 @@ pub mod scalar;
 mod sink;
 mod span;
 mod step;
+mod unordered;
 
 pub use error::Error;
 pub use grouper::{Direction, Grouper};
@@ -107,6 +109,7 @@ pub use heapless;
 pub use index::Index;
 pub use runs::Runs;
 pub use span::{Progress, Span};
+pub use unordered::sort_by_destination;
 
 /// Counts the runs of `src`/`dst` without writing them.
 ///

@@ -138,6 +138,27 @@ fn runs<'py>(
     PyTuple::new(py, out)
 }
 
+/// The pairs of ``src``/``dst`` sorted by destination: ``(src_sorted, dst_sorted)``.
+///
+/// For a *set* of pairs (each page moves once, whatever the order of the lists), grouping
+/// the sorted pairs (``runs``, ``transfer_descriptors``) gives the fewest transfers any
+/// order can have. Destinations must be distinct: a repeated one is a ``ValueError``
+/// naming both positions. Outputs are in the pair's common dtype.
+#[pyfunction]
+#[pyo3(signature = (src, dst))]
+fn sort_by_destination<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyAny>,
+    dst: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (s_idx, d_idx) = (indices(src, "src")?, indices(dst, "dst")?);
+    if s_idx.len() != d_idx.len() {
+        return Err(mismatch("sort_by_destination", s_idx.len(), d_idx.len()));
+    }
+    let out = with_slices!(&s_idx, &d_idx, Keep::Values, |s, d| output::sorted(py, &s, &d)?);
+    PyTuple::new(py, out)
+}
+
 /// Transfer descriptors for every layer buffer at once, layer-major, in the form the
 /// engine takes (``form``):
 ///
@@ -291,6 +312,7 @@ fn _corun(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(group_concurrent_contiguous, m)?)?;
     m.add_function(wrap_pyfunction!(runs, m)?)?;
     m.add_function(wrap_pyfunction!(transfer_descriptors, m)?)?;
+    m.add_function(wrap_pyfunction!(sort_by_destination, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

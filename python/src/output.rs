@@ -102,6 +102,30 @@ pub fn starts<'py>(
     }
 }
 
+/// `src`/`dst` sorted by destination, as two new arrays (see `sort_by_destination`).
+pub fn sorted<'py, T: Element + ::corun::Index>(
+    py: Python<'py>,
+    src: &[T],
+    dst: &[T],
+) -> PyResult<[Bound<'py, PyAny>; 2]> {
+    let (s, d) = (
+        array1::<T>(py, src.len(), "the sorted src")?,
+        array1::<T>(py, dst.len(), "the sorted dst")?,
+    );
+    {
+        let (mut sw, mut dw) = (s.readwrite(), d.readwrite());
+        ::corun::sort_by_destination(src, dst, sw.as_slice_mut()?, dw.as_slice_mut()?).map_err(|e| match e {
+            ::corun::Error::DuplicateDestination { first, second } => {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "dst[{first}] and dst[{second}] are the same page: order-free grouping needs distinct destinations"
+                ))
+            }
+            e => errors::core(e),
+        })?;
+    }
+    Ok([s.into_any(), d.into_any()])
+}
+
 /// The length of every span, as an int64 array.
 pub fn lengths<'py>(py: Python<'py>, spans: &[Span]) -> PyResult<Bound<'py, PyAny>> {
     let out = array1::<i64>(py, spans.len(), "the run lengths")?;

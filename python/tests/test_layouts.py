@@ -155,3 +155,19 @@ def test_either_direction_merges_descending_runs():
         corun.runs(src, dst, direction="down")
     # SGLang's helper keeps SGLang's semantics.
     assert corun.group_concurrent_contiguous(src, dst) == ([[99], [98], [97], [10, 11]], [[9], [8], [7], [20, 21]])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.permutations(list(range(12))), st.integers(-5, 5), laid_out(12, "i8"))
+def test_sort_by_destination_any_layout(order, shift, src):
+    dst = np.array(order, dtype=np.int64) + shift
+    s, d = corun.sort_by_destination(src, dst)
+    want = sorted(zip(src.tolist(), dst.tolist()), key=lambda p: p[1])
+    assert list(zip(s.tolist(), d.tolist())) == want
+
+
+def test_sort_by_destination_errors():
+    with pytest.raises(ValueError, match=r"dst\[1\] and dst\[3\] are the same page"):
+        corun.sort_by_destination([1, 2, 3, 4], [7, 5, 6, 5])
+    with pytest.raises(ValueError, match="equal-length"):
+        corun.sort_by_destination([1, 2], [1])

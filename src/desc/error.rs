@@ -52,6 +52,13 @@ pub enum Error {
         /// Outputs that needed room.
         items: usize,
     },
+    /// Two pairs have one destination (from [`crate::Error::DuplicateDestination`]).
+    DuplicateDestination {
+        /// The first position with that destination.
+        first: usize,
+        /// The second.
+        second: usize,
+    },
 }
 
 impl From<crate::Error> for Error {
@@ -59,6 +66,9 @@ impl From<crate::Error> for Error {
         match e {
             crate::Error::LengthMismatch { src, dst } => Error::LengthMismatch { src, dst },
             crate::Error::Alloc { spans } => Error::Alloc { items: spans },
+            crate::Error::DuplicateDestination { first, second } => {
+                Error::DuplicateDestination { first, second }
+            }
         }
     }
 }
@@ -82,6 +92,9 @@ impl fmt::Display for Error {
                 "address overflows u64 at position {position} (layer {layer}; {written} written before it)"
             ),
             Error::Alloc { items } => write!(f, "could not allocate room for {items} outputs"),
+            Error::DuplicateDestination { first, second } => {
+                crate::Error::DuplicateDestination { first, second }.fmt(f)
+            }
         }
     }
 }

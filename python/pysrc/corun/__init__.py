@@ -5,6 +5,18 @@ The functions are corun's Rust core (``corun._corun``, a compiled extension); se
 ``help(corun.transfer_descriptors)`` and the package's README.
 """
 
-from ._corun import __version__, group_concurrent_contiguous, runs, transfer_descriptors
+from ._corun import (
+    __version__,
+    group_concurrent_contiguous,
+    runs,
+    sort_by_destination,
+    transfer_descriptors,
+)
 
-__all__ = ["__version__", "group_concurrent_contiguous", "runs", "transfer_descriptors"]
+__all__ = [
+    "__version__",
+    "group_concurrent_contiguous",
+    "runs",
+    "sort_by_destination",
+    "transfer_descriptors",
+]

@@ -58,3 +58,10 @@ def transfer_descriptors(
     2**64, zero item lengths, a cap below one item, unequal lengths, uint64 indices from
     2**63 with negative ones, an unknown form: ``ValueError``; outputs too large for memory:
     ``MemoryError``. Every error names its parameter."""
+
+def sort_by_destination(
+    src: IndexArray, dst: IndexArray
+) -> Tuple[npt.NDArray[np.integer], npt.NDArray[np.integer]]:
+    """The pairs sorted by destination, ``(src_sorted, dst_sorted)``: grouping them gives the
+    fewest transfers for the set of pairs. A repeated destination: ``ValueError`` naming
+    both positions."""
