@@ -102,6 +102,11 @@ typedef enum {
    * `corun_direction` value).
    */
   CORUN_ERR_INVALID_ARGUMENT = 12,
+  /**
+   * Two pairs have one destination (order-free grouping needs a set of pairs; the
+   * positions are in `duplicate`).
+   */
+  CORUN_ERR_DUPLICATE_DESTINATION = 13,
 } corun_status;
 
 /**
@@ -354,6 +359,30 @@ const char *corun_version(void);
 const char *corun_strerror(int32_t status);
 
 /**
+ * Copies the pairs of `src`/`dst` (`uint32_t` indices) into `src_out`/`dst_out` sorted by destination.
+ *
+ * Grouping the outputs gives the fewest runs for the *set* of pairs (order-free
+ * grouping). `out_len` must equal the input length. Destinations must be
+ * distinct: a repeated one is `CORUN_ERR_DUPLICATE_DESTINATION`, with both input
+ * positions in `duplicate[0]` and `duplicate[1]` (which may be NULL; when it is
+ * not, it is checked and zeroed before anything else, so after an overlap or
+ * length error it reads 0, 0).
+ *
+ * # Safety
+ *
+ * As for the count function; `src_out` and `dst_out` are writable for `out_len`
+ * elements; `duplicate` is NULL or writable for two `size_t`.
+ */
+corun_status corun_sort_by_destination_u32(const uint32_t *src,
+                                           size_t src_len,
+                                           const uint32_t *dst,
+                                           size_t dst_len,
+                                           uint32_t *src_out,
+                                           uint32_t *dst_out,
+                                           size_t out_len,
+                                           size_t *duplicate);
+
+/**
  * Counts the runs of `src`/`dst` (`uint32_t` indices) into `*count`.
  *
  * `options` may be NULL (maximal runs of +1 steps). `*count` is 0 after an
@@ -448,6 +477,30 @@ corun_status corun_gather_u32(const uint32_t *src,
                               corun_sge *sges,
                               size_t sges_cap,
                               corun_written *written);
+
+/**
+ * Copies the pairs of `src`/`dst` (`uint64_t` indices) into `src_out`/`dst_out` sorted by destination.
+ *
+ * Grouping the outputs gives the fewest runs for the *set* of pairs (order-free
+ * grouping). `out_len` must equal the input length. Destinations must be
+ * distinct: a repeated one is `CORUN_ERR_DUPLICATE_DESTINATION`, with both input
+ * positions in `duplicate[0]` and `duplicate[1]` (which may be NULL; when it is
+ * not, it is checked and zeroed before anything else, so after an overlap or
+ * length error it reads 0, 0).
+ *
+ * # Safety
+ *
+ * As for the count function; `src_out` and `dst_out` are writable for `out_len`
+ * elements; `duplicate` is NULL or writable for two `size_t`.
+ */
+corun_status corun_sort_by_destination_u64(const uint64_t *src,
+                                           size_t src_len,
+                                           const uint64_t *dst,
+                                           size_t dst_len,
+                                           uint64_t *src_out,
+                                           uint64_t *dst_out,
+                                           size_t out_len,
+                                           size_t *duplicate);
 
 /**
  * Counts the runs of `src`/`dst` (`uint64_t` indices) into `*count`.
@@ -546,6 +599,30 @@ corun_status corun_gather_u64(const uint64_t *src,
                               corun_written *written);
 
 /**
+ * Copies the pairs of `src`/`dst` (`int32_t` indices) into `src_out`/`dst_out` sorted by destination.
+ *
+ * Grouping the outputs gives the fewest runs for the *set* of pairs (order-free
+ * grouping). `out_len` must equal the input length. Destinations must be
+ * distinct: a repeated one is `CORUN_ERR_DUPLICATE_DESTINATION`, with both input
+ * positions in `duplicate[0]` and `duplicate[1]` (which may be NULL; when it is
+ * not, it is checked and zeroed before anything else, so after an overlap or
+ * length error it reads 0, 0).
+ *
+ * # Safety
+ *
+ * As for the count function; `src_out` and `dst_out` are writable for `out_len`
+ * elements; `duplicate` is NULL or writable for two `size_t`.
+ */
+corun_status corun_sort_by_destination_i32(const int32_t *src,
+                                           size_t src_len,
+                                           const int32_t *dst,
+                                           size_t dst_len,
+                                           int32_t *src_out,
+                                           int32_t *dst_out,
+                                           size_t out_len,
+                                           size_t *duplicate);
+
+/**
  * Counts the runs of `src`/`dst` (`int32_t` indices) into `*count`.
  *
  * `options` may be NULL (maximal runs of +1 steps). `*count` is 0 after an
@@ -640,6 +717,30 @@ corun_status corun_gather_i32(const int32_t *src,
                               corun_sge *sges,
                               size_t sges_cap,
                               corun_written *written);
+
+/**
+ * Copies the pairs of `src`/`dst` (`int64_t` indices) into `src_out`/`dst_out` sorted by destination.
+ *
+ * Grouping the outputs gives the fewest runs for the *set* of pairs (order-free
+ * grouping). `out_len` must equal the input length. Destinations must be
+ * distinct: a repeated one is `CORUN_ERR_DUPLICATE_DESTINATION`, with both input
+ * positions in `duplicate[0]` and `duplicate[1]` (which may be NULL; when it is
+ * not, it is checked and zeroed before anything else, so after an overlap or
+ * length error it reads 0, 0).
+ *
+ * # Safety
+ *
+ * As for the count function; `src_out` and `dst_out` are writable for `out_len`
+ * elements; `duplicate` is NULL or writable for two `size_t`.
+ */
+corun_status corun_sort_by_destination_i64(const int64_t *src,
+                                           size_t src_len,
+                                           const int64_t *dst,
+                                           size_t dst_len,
+                                           int64_t *src_out,
+                                           int64_t *dst_out,
+                                           size_t out_len,
+                                           size_t *duplicate);
 
 /**
  * Counts the runs of `src`/`dst` (`int64_t` indices) into `*count`.

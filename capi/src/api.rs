@@ -99,6 +99,48 @@ fn group<T: Index>(
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
+fn sort<T: Index>(
+    src: *const T,
+    src_len: usize,
+    dst: *const T,
+    dst_len: usize,
+    src_out: *mut T,
+    dst_out: *mut T,
+    out_len: usize,
+    duplicate: *mut usize,
+) -> Status {
+    // Two positions, zeroed first when the pointer is usable (NULL: not wanted).
+    let dup =
+        if duplicate.is_null() { None } else { Some(Buf::new(duplicate as *const usize, 2)?) };
+    let dup_range = dup.map_or((0, 0), |b| b.range());
+    let (s, d) = inputs(src, src_len, dst, dst_len)?;
+    let (so, dout) =
+        (Buf::new(src_out as *const T, out_len)?, Buf::new(dst_out as *const T, out_len)?);
+    for input in [s.range(), d.range()] {
+        disjoint(&[input, so.range(), dout.range(), dup_range])?;
+    }
+    disjoint(&[so.range(), dout.range(), dup_range])?;
+    let mut dup: Option<&mut [usize]> = dup.map(ffi::write_as::<usize, usize>);
+    dup.iter_mut().for_each(|d| d.fill(0));
+    let result = corun::sort_by_destination(
+        ffi::read(s),
+        ffi::read(d),
+        ffi::write_as::<T, T>(so),
+        ffi::write_as::<T, T>(dout),
+    );
+    match result {
+        Ok(()) => Ok(()),
+        Err(corun::Error::DuplicateDestination { first, second }) => {
+            if let Some([a, b]) = dup.and_then(|d| d.first_chunk_mut::<2>()) {
+                (*a, *b) = (first, second);
+            }
+            Err(CORUN_ERR_DUPLICATE_DESTINATION)
+        }
+        Err(_) => Err(CORUN_ERR_LENGTH_MISMATCH),
+    }
+}
+
 /// The checked layout; its layers borrow the caller's array.
 fn layout<'a>(layout: *const corun_layout) -> Result<(Layout<'a>, Buf<corun_layer>), corun_status> {
     let l = ffi::opt(layout)?.ok_or(CORUN_ERR_NULL)?;
@@ -307,7 +349,34 @@ pub extern "C" fn corun_strerror(status: i32) -> *const c_char {
 
 /// The exported functions of one index type.
 macro_rules! typed {
-    ($t:ty, $c:literal, $count:ident, $group:ident, $desc:ident, $gather:ident) => {
+    ($t:ty, $c:literal, $count:ident, $group:ident, $desc:ident, $gather:ident, $sort:ident) => {
+        #[doc = concat!(" Copies the pairs of `src`/`dst` (`", $c, "` indices) into `src_out`/`dst_out` sorted by destination.")]
+        ///
+        /// Grouping the outputs gives the fewest runs for the *set* of pairs (order-free
+        /// grouping). `out_len` must equal the input length. Destinations must be
+        /// distinct: a repeated one is `CORUN_ERR_DUPLICATE_DESTINATION`, with both input
+        /// positions in `duplicate[0]` and `duplicate[1]` (which may be NULL; when it is
+        /// not, it is checked and zeroed before anything else, so after an overlap or
+        /// length error it reads 0, 0).
+        ///
+        /// # Safety
+        ///
+        /// As for the count function; `src_out` and `dst_out` are writable for `out_len`
+        /// elements; `duplicate` is NULL or writable for two `size_t`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $sort(
+            src: *const $t,
+            src_len: usize,
+            dst: *const $t,
+            dst_len: usize,
+            src_out: *mut $t,
+            dst_out: *mut $t,
+            out_len: usize,
+            duplicate: *mut usize,
+        ) -> corun_status {
+            status(sort(src, src_len, dst, dst_len, src_out, dst_out, out_len, duplicate))
+        }
+
         #[doc = concat!(" Counts the runs of `src`/`dst` (`", $c, "` indices) into `*count`.")]
         ///
         /// `options` may be NULL (maximal runs of +1 steps). `*count` is 0 after an
@@ -430,7 +499,8 @@ typed!(
     corun_count_runs_u32,
     corun_group_u32,
     corun_descriptors_u32,
-    corun_gather_u32
+    corun_gather_u32,
+    corun_sort_by_destination_u32
 );
 typed!(
     u64,
@@ -438,7 +508,8 @@ typed!(
     corun_count_runs_u64,
     corun_group_u64,
     corun_descriptors_u64,
-    corun_gather_u64
+    corun_gather_u64,
+    corun_sort_by_destination_u64
 );
 typed!(
     i32,
@@ -446,7 +517,8 @@ typed!(
     corun_count_runs_i32,
     corun_group_i32,
     corun_descriptors_i32,
-    corun_gather_i32
+    corun_gather_i32,
+    corun_sort_by_destination_i32
 );
 typed!(
     i64,
@@ -454,5 +526,6 @@ typed!(
     corun_count_runs_i64,
     corun_group_i64,
     corun_descriptors_i64,
-    corun_gather_i64
+    corun_gather_i64,
+    corun_sort_by_destination_i64
 );

@@ -10,7 +10,8 @@ pub const CORUN_VERSION_MINOR: u32 = 1;
 pub const CORUN_VERSION_PATCH: u32 = 0;
 
 // The header's version is the crate's: cbindgen exports literals, so they are written out
-// above and checked here against Cargo's at compile time.
+// above and checked here against Cargo's at compile time (when this is corun-capi being
+// built: the no-panic probe compiles these sources into a package of its own).
 const _: () = {
     const fn digits(s: &str) -> u32 {
         let (b, mut i, mut n) = (s.as_bytes(), 0, 0);
@@ -20,9 +21,25 @@ const _: () = {
         }
         n
     }
-    assert!(digits(env!("CARGO_PKG_VERSION_MAJOR")) == CORUN_VERSION_MAJOR);
-    assert!(digits(env!("CARGO_PKG_VERSION_MINOR")) == CORUN_VERSION_MINOR);
-    assert!(digits(env!("CARGO_PKG_VERSION_PATCH")) == CORUN_VERSION_PATCH);
+    const fn same(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    if same(env!("CARGO_PKG_NAME"), "corun-capi") {
+        assert!(digits(env!("CARGO_PKG_VERSION_MAJOR")) == CORUN_VERSION_MAJOR);
+        assert!(digits(env!("CARGO_PKG_VERSION_MINOR")) == CORUN_VERSION_MINOR);
+        assert!(digits(env!("CARGO_PKG_VERSION_PATCH")) == CORUN_VERSION_PATCH);
+    }
 };
 
 /// The status codes and their descriptions, in one list: the enum and `corun_strerror`'s
@@ -82,6 +99,9 @@ statuses! {
     /// An option is out of range (`order` not a `corun_order` value, `direction` not a
     /// `corun_direction` value).
     CORUN_ERR_INVALID_ARGUMENT = 12 => c"an option is out of range",
+    /// Two pairs have one destination (order-free grouping needs a set of pairs; the
+    /// positions are in `duplicate`).
+    CORUN_ERR_DUPLICATE_DESTINATION = 13 => c"two pairs have the same destination",
 }
 
 /// One run: positions `start .. start + len` of the input arrays.

@@ -319,7 +319,7 @@ static void test_errors(void) {
     CHECK(w.error_position == 1 && w.items == 1 && reqs[0].sge_count == 1);
 
     /* Every status has a description; unknown codes too. */
-    for (code = CORUN_OK; code <= CORUN_ERR_INVALID_ARGUMENT; code++)
+    for (code = CORUN_OK; code <= CORUN_ERR_DUPLICATE_DESTINATION; code++)
         CHECK(corun_strerror(code) != NULL && strlen(corun_strerror(code)) > 0);
     CHECK(strcmp(corun_strerror(-1), "unknown corun status code") == 0);
     CHECK(strcmp(corun_strerror(CORUN_ERR_OVERLAP), "two buffers overlap") == 0);
@@ -460,6 +460,28 @@ static void test_either(void) {
     CHECK(corun_count_runs_u32(src, 5, dst, 5, &opt, &count) == CORUN_ERR_INVALID_ARGUMENT);
 }
 
+/* Order-free grouping: sorted by destination, the fewest runs; a repeated destination
+ * names both positions; out-parameters are defined after every call. */
+static void test_sort_by_destination(void) {
+    const uint32_t src[4] = {12, 40, 10, 11};
+    const uint32_t dst[4] = {2, 3, 0, 1};
+    const uint32_t dup[4] = {7, 5, 6, 5};
+    uint32_t s[4], d[4];
+    size_t where[2] = {99, 99}, count = 0;
+    CHECK(corun_sort_by_destination_u32(src, 4, dst, 4, s, d, 4, where) == CORUN_OK);
+    CHECK(s[0] == 10 && s[1] == 11 && s[2] == 12 && s[3] == 40 && d[0] == 0 && d[3] == 3);
+    CHECK(where[0] == 0 && where[1] == 0);
+    CHECK(corun_count_runs_u32(s, 4, d, 4, NULL, &count) == CORUN_OK && count == 2);
+    CHECK(corun_sort_by_destination_u32(src, 4, dup, 4, s, d, 4, where) ==
+          CORUN_ERR_DUPLICATE_DESTINATION && where[0] == 1 && where[1] == 3);
+    CHECK(corun_sort_by_destination_u32(src, 4, dup, 4, s, d, 4, NULL) ==
+          CORUN_ERR_DUPLICATE_DESTINATION);
+    CHECK(corun_sort_by_destination_u32(src, 4, dst, 4, s, d, 3, where) ==
+          CORUN_ERR_LENGTH_MISMATCH && where[0] == 0);
+    CHECK(corun_sort_by_destination_u32(src, 4, dst, 4, (uint32_t *)(void *)src, d, 4, where) ==
+          CORUN_ERR_OVERLAP);
+}
+
 /* The header's version macros and the library's version agree. */
 static void test_version(void) {
     char want[32];
@@ -472,6 +494,7 @@ static void test_version(void) {
 int main(void) {
     test_version();
     test_either();
+    test_sort_by_destination();
     test_group_u32();
     test_group_u64();
     test_group_i32();
