@@ -25,15 +25,7 @@ with atheris.instrument_imports():
     import numpy as np
     import corun
     from reference import reference, reference_descriptors, reference_runs
-    from strategies import INT_DTYPES, LAYOUTS, SWAPPED, alphabet, build, native_copy
-
-
-def outcome(f, *args, **kwargs):
-    try:
-        out = f(*args, **kwargs)
-    except (ValueError, TypeError, MemoryError) as e:
-        return type(e), str(e)
-    return tuple((x.dtype.str, x.tolist()) if isinstance(x, np.ndarray) else x for x in out)
+    from strategies import INT_DTYPES, LAYOUTS, SWAPPED, alphabet, build, native_copy, outcome
 
 
 def array(fdp, n, dtype):

@@ -128,3 +128,14 @@ def native_copy(a):
     c = np.array(a, dtype=a.dtype.newbyteorder("="), order="C", copy=True)
     assert c.flags.aligned and c.flags.c_contiguous
     return c
+
+
+def outcome(f, *args, **kwargs):
+    """What a call gives, in a form two calls compare by: its value with arrays as (dtype,
+    list), or its exception's type and message. The one differential rule of the layout
+    tests and the atheris target: `outcome` on a layout equals `outcome` on its native copy."""
+    try:
+        out = f(*args, **kwargs)
+    except (ValueError, TypeError, MemoryError) as e:
+        return type(e), str(e)
+    return tuple((x.dtype.str, x.tolist()) if isinstance(x, np.ndarray) else x for x in out)

@@ -9,16 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import corun
 from reference import reference, reference_descriptors, reference_runs
-from strategies import INT_DTYPES, LAYOUTS, SWAPPED, build, laid_out, layout_pairs, native_copy
-
-
-def outcome(f, *args, **kwargs):
-    """What a call gives: its value with arrays as (dtype, list), or its exception."""
-    try:
-        out = f(*args, **kwargs)
-    except (ValueError, TypeError, MemoryError) as e:
-        return type(e), str(e)
-    return tuple((x.dtype.str, x.tolist()) if isinstance(x, np.ndarray) else x for x in out)
+from strategies import INT_DTYPES, LAYOUTS, SWAPPED, build, laid_out, layout_pairs, native_copy, outcome
 
 
 def layers():
