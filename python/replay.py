@@ -220,13 +220,13 @@ class Workload:
 
 
 def workloads(quick):
+    """Page sizes 1, 16, 128 tokens at occupancies 50%, 80%, 95% with no decode growth, and
+    growth of 5% and 30% a step at 16-token pages and 80%."""
     if quick:
         return [Workload("p16-occ80-g0", 16, 0.8, 0.0, 0.3), Workload("p16-occ80-g30", 16, 0.8, 0.3, 0.3)]
-    out = []
-    for pt in (1, 16, 128):
-        for occ in (0.5, 0.8, 0.95):
-            for g in (0.0, 0.05, 0.3):
-                out.append(Workload(f"p{pt}-occ{int(occ * 100)}-g{int(g * 100)}", pt, occ, g, 0.3))
+    out = [Workload(f"p{pt}-occ{int(occ * 100)}-g0", pt, occ, 0.0, 0.3)
+           for pt in (1, 16, 128) for occ in (0.5, 0.8, 0.95)]
+    out += [Workload(f"p16-occ80-g{int(g * 100)}", 16, 0.8, g, 0.3) for g in (0.05, 0.3)]
     return out
 
 
