@@ -254,3 +254,74 @@ pub fn naive_descriptors(
     }
     out.len()
 }
+
+/// The end-to-end workloads (`python/workloads.py` reads these through the `workloads`
+/// example): `(src, dst)` of `n` distinct pages each, every index below `pool` (at least
+/// `4 * n`), or `None` for an unknown name or too small a pool.
+///
+/// - `trace-p1`, `trace-p16`: the paged allocator above on both sides, pools of `pool`
+///   pages aged by twice their size in requests of 2K-16K tokens (scaled to the pool);
+/// - `trace-fresh-p1`: the same prefill pool into a fresh decode range (the pool's top);
+/// - `breaks-5pct`: runs of geometric length (mean 20) at shuffled places on each side;
+/// - `singletons`: every position breaks.
+pub fn make_pool(name: &str, n: usize, pool: u32, seed: u64) -> Option<(Vec<u32>, Vec<u32>)> {
+    if (pool as usize) < 4 * n {
+        return None;
+    }
+    let mut rng = Rng::new(seed ^ 0x5EED_0F_C0_5E5);
+    let trace = |page_size: u32, rng: &mut Rng| {
+        let (mut prefill, mut decode) = (Pool::new(pool), Pool::new(pool));
+        let biggest = (16_384 / page_size).min(pool / 16).max(1);
+        let smallest = (2048 / page_size).min(biggest / 8).max(1);
+        let mut served = 0;
+        while served < 2 * pool as usize {
+            let pages = (smallest + rng.below(u64::from(biggest - smallest + 1)) as u32) as usize;
+            prefill.alloc(pages, rng);
+            decode.alloc(pages, rng);
+            served += pages;
+        }
+        (prefill.alloc(n, rng), decode.alloc(n, rng))
+    };
+    Some(match name {
+        "trace-p1" => trace(1, &mut rng),
+        "trace-p16" => trace(16, &mut rng),
+        "trace-fresh-p1" => (trace(1, &mut rng).0, (pool - n as u32..pool).collect()),
+        "breaks-5pct" => {
+            // Run lengths of mean 20 (a geometric draw per run) summing to n.
+            let mut lens = Vec::new();
+            let mut left = n;
+            while left > 0 {
+                let mut len = 1;
+                while rng.below(20) != 0 {
+                    len += 1;
+                }
+                lens.push(len.min(left));
+                left -= len.min(left);
+            }
+            // Each side places the runs in a shuffled order, a one-page gap after each.
+            let side = |rng: &mut Rng| {
+                let mut order: Vec<usize> = (0..lens.len()).collect();
+                for i in (1..order.len()).rev() {
+                    order.swap(i, rng.below(i as u64 + 1) as usize);
+                }
+                let mut starts = vec![0u32; lens.len()];
+                let mut at = 0u32;
+                for &k in &order {
+                    starts[k] = at;
+                    at += lens[k] as u32 + 1;
+                }
+                let mut out = Vec::with_capacity(n);
+                for (k, &len) in lens.iter().enumerate() {
+                    out.extend(starts[k]..starts[k] + len as u32);
+                }
+                out
+            };
+            (side(&mut rng), side(&mut rng))
+        }
+        "singletons" => (
+            (0..n as u32).map(|i| 2 * i).collect(),
+            (0..n as u32).rev().map(|i| i + n as u32 / 2).collect(),
+        ),
+        _ => return None,
+    })
+}
