@@ -268,7 +268,7 @@ pub fn make_pool(name: &str, n: usize, pool: u32, seed: u64) -> Option<(Vec<u32>
     if (pool as usize) < 4 * n {
         return None;
     }
-    let mut rng = Rng::new(seed ^ 0x5EED_0F_C0_5E5);
+    let mut rng = Rng::new(seed ^ 0x05EE_D0FC_05E5);
     let trace = |page_size: u32, rng: &mut Rng| {
         let (mut prefill, mut decode) = (Pool::new(pool), Pool::new(pool));
         let biggest = (16_384 / page_size).min(pool / 16).max(1);
