@@ -1,6 +1,7 @@
 """Where the Python measurements write: ``results/<machine>/<date>-<commit>/`` (made by
 ``benches/results-dir``, which also records the CPU, SIMD level and toolchains)."""
 
+import atexit
 import os
 import subprocess
 import sys
@@ -21,18 +22,23 @@ class _Tee:
 
     def write(self, s):
         for st in self.streams:
-            st.write(s)
+            if not st.closed:
+                st.write(s)
         return len(s)
 
     def flush(self):
         for st in self.streams:
-            st.flush()
+            if not st.closed:
+                st.flush()
 
 
 def tee(name):
     """From now on, what this process prints also goes to ``<results folder>/<name>``;
     returns that path."""
     path = os.path.join(directory(), name)
-    sys.stdout = _Tee(sys.stdout, open(path, "w"))
+    # Line-buffered, and closed at exit: a report cut short still has every line printed.
+    f = open(path, "w", buffering=1)
+    atexit.register(f.close)
+    sys.stdout = _Tee(sys.stdout, f)
     print(f"(written to {os.path.relpath(path, ROOT)})")
     return path
