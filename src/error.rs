@@ -26,6 +26,22 @@ pub enum Error {
         /// The second.
         second: usize,
     },
+    /// [`place`](crate::place()) was asked for more pages than the free list holds.
+    NotEnoughFree {
+        /// Pages the request needs (the first side's length).
+        pages: usize,
+        /// Pages in the free list.
+        free: usize,
+    },
+    /// A caller buffer has the wrong length.
+    BufferLength {
+        /// The parameter's name.
+        buffer: &'static str,
+        /// The length it needs (a minimum for scratch buffers).
+        needed: usize,
+        /// Its length.
+        len: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -40,6 +56,12 @@ impl fmt::Display for Error {
                 "positions {first} and {second} have the same destination: order-free grouping \
                  needs distinct destinations"
             ),
+            Error::NotEnoughFree { pages, free } => {
+                write!(f, "free holds {free} pages, fewer than the {pages} the request needs")
+            }
+            Error::BufferLength { buffer, needed, len } => {
+                write!(f, "{buffer} must hold {needed} items, got {len}")
+            }
         }
     }
 }

@@ -2,6 +2,7 @@
 //! once, whatever the order the lists came in), sorting them by destination first gives
 //! the fewest runs any order can have. Sorting needs the caller's buffers, not a heap.
 
+use crate::sort::{self, Table};
 use crate::{Error, Index};
 
 /// Copies the pairs of `src`/`dst` into `src_out`/`dst_out` sorted by destination, so that
@@ -49,37 +50,26 @@ pub fn sort_by_destination<T: Index>(
     Ok(())
 }
 
-/// Sorts `keys` ascending, moving `values` with them (a heap sort: in place, no recursion,
-/// every index checked).
+/// Sorts `keys` ascending, moving `values` with them.
 fn heap_sort<T: Index>(keys: &mut [T], values: &mut [T]) {
-    let n = keys.len().min(values.len());
-    for start in (0..n / 2).rev() {
-        sift_down(keys, values, start, n);
-    }
-    for end in (1..n).rev() {
-        keys.swap(0, end);
-        values.swap(0, end);
-        sift_down(keys, values, 0, end);
-    }
+    sort::heap_sort(&mut Pairs { keys, values });
 }
 
-/// Restores the max-heap below `root` within the first `end` items.
-fn sift_down<T: Index>(keys: &mut [T], values: &mut [T], mut root: usize, end: usize) {
-    loop {
-        let left = 2 * root + 1;
-        if left >= end {
-            return;
-        }
-        let right = left + 1;
-        let bigger = match (keys.get(left), keys.get(right)) {
-            (Some(l), Some(r)) if right < end && r > l => right,
-            _ => left,
-        };
-        if keys.get(bigger) <= keys.get(root) {
-            return;
-        }
-        keys.swap(root, bigger);
-        values.swap(root, bigger);
-        root = bigger;
+/// Keys and the values that move with them.
+struct Pairs<'a, T> {
+    keys: &'a mut [T],
+    values: &'a mut [T],
+}
+
+impl<T: Index> Table for Pairs<'_, T> {
+    fn rows(&self) -> usize {
+        self.keys.len().min(self.values.len())
+    }
+    fn less(&self, i: usize, j: usize) -> bool {
+        self.keys.get(i) < self.keys.get(j)
+    }
+    fn swap(&mut self, i: usize, j: usize) {
+        sort::swap(self.keys, i, j);
+        sort::swap(self.values, i, j);
     }
 }

@@ -9,8 +9,8 @@ mod kit;
 
 use std::path::Path;
 
-const TARGETS: [&str; 8] =
-    ["agree", "resume", "max_len", "mismatch", "steps", "descriptors", "gather", "raw"];
+const TARGETS: [&str; 9] =
+    ["agree", "resume", "max_len", "mismatch", "steps", "descriptors", "gather", "raw", "place"];
 
 /// Runs every file under `dir/<target>/` whose name starts with `prefix`.
 fn replay_dir(dir: &Path, prefix: &str) -> usize {

@@ -143,6 +143,21 @@ fn all<T: Index + From<u8>>(ok: &mut impl FnMut(bool) -> Result<(), i32>) -> Res
     let strided = Grouper::new().steps(black_box(2), black_box(2));
     ok(strided.count_runs(src, dst) == Ok(200))?;
 
+    // Placement: the first side's 4 runs (as dst, which has 3 when read alone: its wrap
+    // ends a run) into a free list that is src reversed (one descending stretch of 128
+    // first), and order-free sorting.
+    let mut free = [T::MIN; 200];
+    for (f, &s) in free.iter_mut().zip(src.iter().rev()) {
+        *f = s;
+    }
+    let (mut chosen, mut rest, mut scratch) = ([T::MIN; 100], [T::MIN; 100], [0; 500]);
+    let first = src.get(..black_box(100)).unwrap_or_default();
+    let placed =
+        corun::place(first, &free, corun::Direction::Either, &mut chosen, &mut rest, &mut scratch);
+    ok(placed.is_ok_and(|p| p.bound == 3 && p.placed <= p.own))?;
+    let (mut s2, mut d2) = ([T::MIN; 200], [T::MIN; 200]);
+    ok(corun::sort_by_destination(src, dst, &mut s2, &mut d2).is_ok())?;
+
     descriptors(src, dst, ok)
 }
 

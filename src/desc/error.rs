@@ -69,6 +69,14 @@ impl From<crate::Error> for Error {
             crate::Error::DuplicateDestination { first, second } => {
                 Error::DuplicateDestination { first, second }
             }
+            // Placement's errors: no descriptor function places pages, so these never
+            // reach here; a buffer length is still a length mismatch.
+            crate::Error::NotEnoughFree { pages, free } => {
+                Error::LengthMismatch { src: pages, dst: free }
+            }
+            crate::Error::BufferLength { needed, len, .. } => {
+                Error::LengthMismatch { src: needed, dst: len }
+            }
         }
     }
 }

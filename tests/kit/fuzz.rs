@@ -285,6 +285,38 @@ fn grouper(max_len: Option<u16>) -> Grouper {
     }
 }
 
+/// Target `place`: placement of a run-built first side into a free list of distinct
+/// pages (stretches of ids near an anchor, some reversed, shuffled), against the
+/// reference and the contract ([`check_place`](super::place::check_place)).
+#[derive(Debug, Arbitrary)]
+pub struct Place {
+    pub pairs: Pairs,
+    pub base: Start,
+    pub span: u16,
+    pub keep: u64,
+    pub cuts: u64,
+    pub flips: u64,
+    pub seed: u64,
+}
+
+impl Place {
+    pub fn run(&self) {
+        for_type!(self.pairs.ty, |T| {
+            let (first, _) = self.pairs.build::<T>();
+            let first = &first[..first.len().min(512)];
+            let base = match self.base {
+                Start::Anchor(k) => anchor::<T>(k, 1),
+                Start::Raw(x) => i128::from(x),
+            };
+            let span = usize::from(self.span % 2048);
+            let free = super::place::free_list::<T>(
+                base, span, !self.keep, self.cuts, self.flips, self.seed,
+            );
+            super::place::check_place(first, &free);
+        });
+    }
+}
+
 /// Decodes `bytes` as libfuzzer-sys does for target `target` and runs one iteration;
 /// `false` when the bytes do not decode (the fuzzer skips those too). Used to replay the
 /// seed corpora and found crashes under `cargo test`.
@@ -310,6 +342,7 @@ pub fn replay(target: &str, bytes: &[u8]) -> bool {
         "descriptors" => run(bytes, Descriptors::run),
         "gather" => run(bytes, Gather::run),
         "raw" => run(bytes, Raw::run),
+        "place" => run(bytes, Place::run),
         _ => panic!("no fuzz target named {target}"),
     }
 }

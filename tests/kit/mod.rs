@@ -15,6 +15,7 @@ pub mod build;
 pub mod check;
 pub mod desc;
 pub mod fuzz;
+pub mod place;
 
 pub use build::*;
 pub use check::*;

@@ -1,0 +1,386 @@
+//! Placement: choosing the second side's pages so that the runs pair up.
+//!
+//! However fast runs are found, their number is fixed when the pages are allocated. In
+//! disaggregated serving one side allocates knowing the other side's pages (SGLang's
+//! decode side sends its pages before the prefill side allocates; vLLM's pull mode
+//! allocates on the decode side after prefill returned its block ids), so the second
+//! allocator can choose pages that mirror the first side's runs. [`place`] does that.
+//!
+//! # The rule
+//!
+//! - The first side's *runs* are corun's own grouping of `first` with itself (ascending,
+//!   or either direction with [`Direction::Either`]). Their number is the *bound*: no
+//!   choice of pages gives fewer concurrent runs.
+//! - The second side's *extents* are the maximal stretches of the free list, in the
+//!   allocator's priority order, whose pages step by +1 or by -1. For a sorted array of
+//!   free ids these are exactly the free extents; in an unsorted list (vLLM's free queue,
+//!   SGLang's list without sorting) pages adjacent by id but apart in the list are not
+//!   joined, since joining them would take pages out of priority order.
+//! - Walking the extents in priority order, each is filled from its front with the
+//!   longest unplaced runs that fit in what is left of it (ties: the earlier run). A run's
+//!   pages are written in the run's own direction, so the pair steps together.
+//! - Runs that no extent holds whole are split last, longest first, over the pages still
+//!   free, in priority order (each piece again in the run's direction).
+//! - Unless the result has fewer concurrent runs than the allocator's own choice (the
+//!   front `first.len()` pages of the list, in order), that choice is returned instead:
+//!   placement never makes a request worse, and leaves the allocator's order alone when
+//!   it gains nothing.
+//!
+//! The caller chooses how deep into its priority order placement may reach by how much of
+//! the free list it passes: a prefix of a few times the request keeps close to the
+//! allocator's order (and, where the free list is an eviction order, to its cache).
+//!
+//! # Cost
+//!
+//! For `n` pages in `r` first-side runs, a free list of `f` pages in `e` extents:
+//! `O(n log n)` to find and sort the runs, `O(log r)` per run placed and per extent visited
+//! (a binary search by length and a skip list over the runs already placed), and the walk
+//! stops at the extent that places the last run, so it visits the pool only as deep as it
+//! must; `O(f)` to write the pages that stay free. No allocation: `scratch` holds
+//! [`place_scratch_len`]`(n)` words.
+//!
+//! ```text
+//! runs  = sort(grouping(first, first), by length descending, then position)
+//! for extent in stretches(free) in list order, while a run is unplaced:
+//!     while some unplaced run fits in what is left of extent:
+//!         take the longest such run; give it the extent's next pages, in its direction
+//! for run in runs still unplaced (longest first):
+//!     give it the next pages still free, in list order (each stretch in its direction)
+//! if runs(first, chosen) >= runs(first, free[..n]): chosen = free[..n]
+//! rest = free without chosen, in list order
+//! ```
+
+use crate::sort::{Table, heap_sort, swap};
+use crate::{Direction, Error, Grouper, Index};
+
+/// Scratch words per page of the request: three per run (start, length, skip link) and
+/// two per piece of the free list (position, length).
+const WORDS_PER_PAGE: usize = 5;
+
+/// Scratch words [`place`] needs for a request of `pages` pages (saturating: a length
+/// nothing can hold is reported by `place` as too short).
+pub const fn place_scratch_len(pages: usize) -> usize {
+    pages.saturating_mul(WORDS_PER_PAGE)
+}
+
+/// What [`place`] did, in concurrent runs (descriptors per layer buffer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Placement {
+    /// Runs of the first side alone: the fewest any placement can reach.
+    pub bound: usize,
+    /// Concurrent runs of `first` with the chosen pages.
+    pub placed: usize,
+    /// Concurrent runs of `first` with the allocator's own choice (`free[..n]`).
+    pub own: usize,
+    /// First-side runs that no extent held whole and were split.
+    pub split: usize,
+    /// `true` when the chosen pages are the allocator's own choice (`free[..n]`), because
+    /// placing was no better; then `placed == own`.
+    pub fallback: bool,
+}
+
+/// Chooses the second side's pages for a request whose first side has pages `first` (in
+/// request order), from the free list `free` (in the allocator's priority order: the page
+/// it would hand out first comes first). The rule and its cost are in the
+/// [module docs](self).
+///
+/// Writes `chosen[i]`, the page paired with `first[i]`, and `rest`: `free` without the
+/// chosen pages, in its order. `free` must hold distinct pages (a free list does); the
+/// chosen pages come from distinct positions of it. Errors, with nothing written:
+/// [`Error::NotEnoughFree`] when `free` is shorter than `first`;
+/// [`Error::BufferLength`] naming `chosen` (must be `first.len()`), `rest`
+/// (`free.len() - first.len()`) or `scratch` (at least [`place_scratch_len`]).
+///
+/// ```
+/// use corun::{Direction, place, place_scratch_len};
+///
+/// // The first side's pages: a descending run of 3 and an ascending run of 2.
+/// let first = [52u32, 51, 50, 7, 8];
+/// // The second side's free list, in its priority order.
+/// let free = [3u32, 20, 21, 40, 41, 42, 43, 9];
+/// let (mut chosen, mut rest) = ([0; 5], [0; 3]);
+/// let mut scratch = [0; place_scratch_len(5)];
+/// let p = place(&first, &free, Direction::Either, &mut chosen, &mut rest, &mut scratch)?;
+/// assert_eq!(chosen, [42, 41, 40, 20, 21]);
+/// assert_eq!(rest, [3, 43, 9]);
+/// assert_eq!((p.bound, p.placed, p.own), (2, 2, 4));
+/// # Ok::<(), corun::Error>(())
+/// ```
+pub fn place<T: Index>(
+    first: &[T],
+    free: &[T],
+    direction: Direction,
+    chosen: &mut [T],
+    rest: &mut [T],
+    scratch: &mut [usize],
+) -> Result<Placement, Error> {
+    let n = first.len();
+    let Some((front, back)) = free.split_at_checked(n) else {
+        return Err(Error::NotEnoughFree { pages: n, free: free.len() });
+    };
+    buffer_length("chosen", n, chosen.len())?;
+    buffer_length("rest", back.len(), rest.len())?;
+    let (needed, len) = (place_scratch_len(n), scratch.len());
+    let words = scratch
+        .get_mut(..needed)
+        .filter(|_| needed / WORDS_PER_PAGE == n)
+        .ok_or(Error::BufferLength { buffer: "scratch", needed, len })?;
+    let (runs, pieces) = words.split_at_mut(3 * n);
+    let (starts, runs) = runs.split_at_mut(n);
+    let (lens, next) = runs.split_at_mut(n);
+    let (piece_pos, piece_len) = pieces.split_at_mut(n);
+
+    let grouper = Grouper::new().direction(direction);
+    let own = grouper.count_runs(first, front)?;
+
+    // The first side's runs, longest first (ties: earlier first).
+    let mut r = 0;
+    for (span, (s, l)) in grouper.runs(first, first)?.zip(starts.iter_mut().zip(lens.iter_mut())) {
+        (*s, *l) = (span.start, span.len);
+        r += 1;
+    }
+    let (starts, lens, next) = (prefix(starts, r), prefix(lens, r), prefix(next, r));
+    heap_sort(&mut RunTable { starts, lens });
+    for (k, link) in next.iter_mut().enumerate() {
+        *link = k;
+    }
+
+    // Fill the extents in priority order until every run has one.
+    let mut pieces = Pieces { pos: piece_pos, len: piece_len, count: 0 };
+    let mut placed_runs = 0;
+    let stretches = Grouper::new().direction(Direction::Either).runs(free, free)?;
+    for extent in stretches {
+        if placed_runs == r {
+            break;
+        }
+        let mut used = 0;
+        while let Some(space) = extent.len.checked_sub(used).filter(|&s| s > 0) {
+            let k = unplaced_from(next, lens.partition_point(|&l| l > space));
+            let (Some(&s), Some(&l)) = (starts.get(k), lens.get(k)) else { break };
+            let at = extent.start + used;
+            give(first, free, chosen, s, at, l);
+            pieces.push(at, l);
+            take(next, k);
+            placed_runs += 1;
+            used += l;
+        }
+    }
+
+    // Split what fits nowhere over the pages still free, in list order.
+    let mut split = 0;
+    if placed_runs < r {
+        heap_sort(&mut pieces.table());
+        let placed_pieces = pieces.count;
+        let mut gaps = Gaps { piece: 0, at: 0 };
+        for k in 0..r {
+            if unplaced_from(next, k) != k {
+                continue;
+            }
+            let (Some(&s), Some(&l)) = (starts.get(k), lens.get(k)) else { break };
+            let mut done = 0;
+            while done < l {
+                let Some((at, room)) = gaps.next_room(&pieces, placed_pieces, free.len()) else {
+                    break; // cannot happen: free has at least n pages
+                };
+                let piece = free.get(at..at + room.min(l - done)).unwrap_or_default();
+                let m = stretch_len(piece);
+                if m == 0 {
+                    break; // cannot happen: the room is at least one page
+                }
+                give(first, free, chosen, s + done, at, m);
+                pieces.push(at, m);
+                gaps.at = at + m;
+                done += m;
+            }
+            split += 1;
+        }
+    }
+
+    let placed = grouper.count_runs(first, chosen)?;
+    if placed >= own {
+        chosen.copy_from_slice(front);
+        rest.copy_from_slice(back);
+        return Ok(Placement { bound: r, placed: own, own, split, fallback: true });
+    }
+    heap_sort(&mut pieces.table());
+    let (mut from, mut to) = (0, 0);
+    for i in 0..pieces.count {
+        let (Some(&at), Some(&m)) = (pieces.pos.get(i), pieces.len.get(i)) else { break };
+        to += copy(free.get(from..at).unwrap_or_default(), rest.get_mut(to..).unwrap_or_default());
+        from = at + m;
+    }
+    copy(free.get(from..).unwrap_or_default(), rest.get_mut(to..).unwrap_or_default());
+    Ok(Placement { bound: r, placed, own, split, fallback: false })
+}
+
+/// `Err` naming `buffer` unless `len == needed`.
+fn buffer_length(buffer: &'static str, needed: usize, len: usize) -> Result<(), Error> {
+    if len == needed { Ok(()) } else { Err(Error::BufferLength { buffer, needed, len }) }
+}
+
+/// The first `len` items of `v` (all of them if it is shorter).
+fn prefix(v: &mut [usize], len: usize) -> &mut [usize] {
+    let len = len.min(v.len());
+    v.split_at_mut(len).0
+}
+
+/// Writes the pages of `free[at..at + len]` as the partners of `first[s..s + len]`,
+/// in the first side's direction (a stretch of the free list may run the other way).
+fn give<T: Index>(first: &[T], free: &[T], chosen: &mut [T], s: usize, at: usize, len: usize) {
+    let (Some(run), Some(pages), Some(out)) =
+        (first.get(s..s + len), free.get(at..at + len), chosen.get_mut(s..s + len))
+    else {
+        return;
+    };
+    let up = |v: &[T]| matches!(v, [a, b, ..] if b > a);
+    if up(run) == up(pages) {
+        out.copy_from_slice(pages);
+    } else {
+        for (o, &p) in out.iter_mut().zip(pages.iter().rev()) {
+            *o = p;
+        }
+    }
+}
+
+/// Length of the leading stretch of `pages` that steps by +1 or by -1 throughout (at
+/// least 1 for a non-empty slice).
+fn stretch_len<T: Index>(pages: &[T]) -> usize {
+    let step = |w: &[T]| match *w {
+        [a, b] => b.widen() - a.widen(),
+        _ => 0,
+    };
+    let Some(dir) = pages.windows(2).next().map(step).filter(|d| d.abs() == 1) else {
+        return pages.len().min(1);
+    };
+    1 + pages.windows(2).take_while(|w| step(w) == dir).count()
+}
+
+/// Copies `from` into the front of `to`; returns how many items it copied.
+fn copy<T: Copy>(from: &[T], to: &mut [T]) -> usize {
+    let mut n = 0;
+    for (t, &f) in to.iter_mut().zip(from) {
+        *t = f;
+        n += 1;
+    }
+    n
+}
+
+/// The first run at or after `k` (in sorted order) not yet placed, or `next.len()`.
+/// `next[k] == k` marks an unplaced run; a placed one links further on (halving the
+/// path as it goes, so the skips cost `O(log r)` amortised).
+fn unplaced_from(next: &mut [usize], mut k: usize) -> usize {
+    let end = next.len();
+    while let Some(&link) = next.get(k) {
+        if link == k {
+            return k;
+        }
+        let skip = next.get(link).copied().unwrap_or(end);
+        if let Some(slot) = next.get_mut(k) {
+            *slot = skip;
+        }
+        k = link;
+    }
+    end
+}
+
+/// Marks run `k` placed.
+fn take(next: &mut [usize], k: usize) {
+    if let Some(slot) = next.get_mut(k) {
+        *slot = k + 1;
+    }
+}
+
+/// The pieces of the free list taken so far: positions and lengths.
+struct Pieces<'a> {
+    pos: &'a mut [usize],
+    len: &'a mut [usize],
+    count: usize,
+}
+
+impl Pieces<'_> {
+    fn push(&mut self, at: usize, len: usize) {
+        if let (Some(p), Some(l)) = (self.pos.get_mut(self.count), self.len.get_mut(self.count)) {
+            (*p, *l) = (at, len);
+            self.count += 1;
+        }
+    }
+
+    /// The pieces as a table sorted by position.
+    fn table(&mut self) -> PieceTable<'_> {
+        let n = self.count.min(self.pos.len()).min(self.len.len());
+        PieceTable { pos: self.pos.split_at_mut(n).0, len: self.len.split_at_mut(n).0 }
+    }
+}
+
+/// A cursor over the gaps between the first `placed` pieces (sorted by position).
+struct Gaps {
+    piece: usize,
+    at: usize,
+}
+
+impl Gaps {
+    /// The next free position at or after the cursor and the room there before the next
+    /// placed piece, or `None` past the end of the list.
+    fn next_room(
+        &mut self,
+        pieces: &Pieces<'_>,
+        placed: usize,
+        end: usize,
+    ) -> Option<(usize, usize)> {
+        loop {
+            let (start, len) = if self.piece < placed {
+                (pieces.pos.get(self.piece).copied()?, pieces.len.get(self.piece).copied()?)
+            } else {
+                (end, 0)
+            };
+            if self.at < start {
+                return Some((self.at, start - self.at));
+            }
+            if self.piece >= placed {
+                return None;
+            }
+            self.at = self.at.max(start + len);
+            self.piece += 1;
+        }
+    }
+}
+
+/// Runs: longest first, then by position.
+struct RunTable<'a> {
+    starts: &'a mut [usize],
+    lens: &'a mut [usize],
+}
+
+impl Table for RunTable<'_> {
+    fn rows(&self) -> usize {
+        self.starts.len().min(self.lens.len())
+    }
+    fn less(&self, i: usize, j: usize) -> bool {
+        let key = |k| (self.lens.get(k).map(|&l| usize::MAX - l), self.starts.get(k));
+        key(i) < key(j)
+    }
+    fn swap(&mut self, i: usize, j: usize) {
+        swap(self.starts, i, j);
+        swap(self.lens, i, j);
+    }
+}
+
+/// Pieces: by position.
+struct PieceTable<'a> {
+    pos: &'a mut [usize],
+    len: &'a mut [usize],
+}
+
+impl Table for PieceTable<'_> {
+    fn rows(&self) -> usize {
+        self.pos.len().min(self.len.len())
+    }
+    fn less(&self, i: usize, j: usize) -> bool {
+        self.pos.get(i) < self.pos.get(j)
+    }
+    fn swap(&mut self, i: usize, j: usize) {
+        swap(self.pos, i, j);
+        swap(self.len, i, j);
+    }
+}

@@ -1,0 +1,162 @@
+//! Placement (`corun::place`): the contract and the reference (`kit::place`) on run-built
+//! first sides and free lists of stretches, on values drawn from the type's limits, on
+//! every small case, and its errors.
+#![cfg(feature = "alloc")]
+
+mod common;
+mod kit;
+
+use common::pairs;
+use corun::{Direction, Error, place, place_scratch_len};
+use kit::place::{check_place, free_list};
+use kit::{TestIndex, anchor};
+use proptest::prelude::*;
+
+/// A free list of stretches of distinct ids around an anchor (see `free_list`).
+fn free<T: TestIndex>(a: u8, span: u16, bits: (u64, u64, u64, u64)) -> Vec<T> {
+    let base = anchor::<T>(a, 1) - i128::from(span) / 2;
+    free_list::<T>(base, usize::from(span), !(bits.0 & bits.3), bits.1, bits.2, bits.3)
+}
+
+macro_rules! props {
+    ($($name:ident: $t:ty),*) => {$(
+        mod $name {
+            use super::*;
+            proptest! {
+                #[test]
+                fn matches_reference(
+                    (first, _) in pairs::<$t>(12),
+                    a in any::<u8>(),
+                    span in 0u16..1200,
+                    bits in any::<(u64, u64, u64, u64)>(),
+                ) {
+                    let free = free::<$t>(a, span, bits);
+                    check_place(&first, &free);
+                    // The same request with the free list cut short, and with room to spare.
+                    check_place(&first, &free[..free.len().min(first.len())]);
+                    check_place(&first[..first.len() / 2], &free);
+                }
+
+                /// Values drawn freely at the type's limits, on both sides.
+                #[test]
+                fn alphabet(picks in prop::collection::vec(0usize..16, 0..12), free in prop::collection::vec(0usize..16, 0..16)) {
+                    let values = kit::alphabet::values::<$t>();
+                    let first: Vec<$t> = picks.iter().map(|&k| <$t>::wrap(values[k])).collect();
+                    let mut seen = std::collections::HashSet::new();
+                    let free: Vec<$t> = free.iter().map(|&k| <$t>::wrap(values[k])).filter(|v| seen.insert(*v)).collect();
+                    check_place(&first, &free);
+                }
+            }
+        }
+    )*};
+}
+props!(u32s: u32, i32s: i32, u64s: u64, i64s: i64);
+
+/// Every first side of up to 4 pages over 4 values, against every ordered free list of
+/// up to 5 distinct pages out of 6, at both ends of the type's range.
+fn exhaustive<T: TestIndex>(base: i128) {
+    let vals = [0i128, 1, 2, 4];
+    let pool: Vec<i128> = (0..6).collect();
+    let mut frees: Vec<Vec<i128>> = vec![Vec::new()];
+    for _ in 0..5 {
+        let longer: Vec<Vec<i128>> = frees
+            .iter()
+            .filter(|f| f.len() == frees.last().unwrap().len())
+            .flat_map(|f| {
+                pool.iter().filter(|p| !f.contains(p)).map(move |&p| [f.clone(), vec![p]].concat())
+            })
+            .collect();
+        frees.extend(longer);
+    }
+    let mut cases = 0;
+    for len in 0..=4usize {
+        for code in 0..4usize.pow(len as u32) {
+            let first: Vec<T> =
+                (0..len).map(|i| T::wrap(base + vals[(code >> (2 * i)) & 3])).collect();
+            for free in frees.iter().filter(|f| f.len() >= len) {
+                let free: Vec<T> = free.iter().map(|&p| T::wrap(base + p)).collect();
+                check_place(&first, &free);
+                cases += 1;
+            }
+        }
+    }
+    assert!(cases > 100_000, "{cases}");
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "minutes under miri")]
+fn exhaustive_small_u32_low() {
+    exhaustive::<u32>(0);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "minutes under miri")]
+fn exhaustive_small_i64_high() {
+    exhaustive::<i64>(i128::from(i64::MAX) - 5);
+}
+
+#[test]
+fn the_rule_by_example() {
+    // Runs: [9, 8, 7] down, [20, 21] up, [5]. Extents in list order: [40], [61, 60, 59],
+    // [30, 31, 32, 33].
+    let first = [9u32, 8, 7, 20, 21, 5];
+    let free = [40u32, 61, 60, 59, 30, 31, 32, 33, 99];
+    let (mut chosen, mut rest) = ([0; 6], [0; 3]);
+    let mut scratch = vec![0; place_scratch_len(6)];
+    let p = place(&first, &free, Direction::Either, &mut chosen, &mut rest, &mut scratch).unwrap();
+    // [40] holds only the single page; [61, 60, 59] the run of 3 (going down, as [9, 8, 7]);
+    // the run of 2 the front of [30..33].
+    assert_eq!(chosen, [61, 60, 59, 30, 31, 40]);
+    assert_eq!(rest, [32, 33, 99]);
+    assert_eq!((p.bound, p.placed, p.own, p.split, p.fallback), (3, 3, 5, 0, false));
+}
+
+#[test]
+fn split_when_no_extent_holds_a_run() {
+    let first = [1u64, 2, 3, 4];
+    let free = [10u64, 11, 50, 51, 52, 7];
+    let (mut chosen, mut rest) = ([0; 4], [0; 2]);
+    let mut scratch = vec![0; place_scratch_len(4)];
+    let p = place(&first, &free, Direction::Either, &mut chosen, &mut rest, &mut scratch).unwrap();
+    // No extent holds 4 pages; the run is split over the list in order: [10, 11], [50, 51].
+    assert_eq!((chosen, rest), ([10, 11, 50, 51], [52, 7]));
+    assert_eq!((p.split, p.fallback), (1, true)); // and that is the allocator's own choice
+}
+
+#[test]
+fn errors_name_the_buffer() {
+    let first = [1u32, 2, 3];
+    let free = [5u32, 6, 7, 8];
+    let mut s = vec![0; place_scratch_len(3)];
+    let d = Direction::Either;
+    assert_eq!(
+        place(&first, &free[..2], d, &mut [0; 3], &mut [], &mut s),
+        Err(Error::NotEnoughFree { pages: 3, free: 2 })
+    );
+    assert_eq!(
+        place(&first, &free, d, &mut [0; 2], &mut [0; 1], &mut s),
+        Err(Error::BufferLength { buffer: "chosen", needed: 3, len: 2 })
+    );
+    assert_eq!(
+        place(&first, &free, d, &mut [0; 3], &mut [0; 2], &mut s),
+        Err(Error::BufferLength { buffer: "rest", needed: 1, len: 2 })
+    );
+    assert_eq!(
+        place(&first, &free, d, &mut [0; 3], &mut [0; 1], &mut s[..14]),
+        Err(Error::BufferLength { buffer: "scratch", needed: 15, len: 14 })
+    );
+    assert_eq!(
+        Error::BufferLength { buffer: "rest", needed: 1, len: 2 }.to_string(),
+        "rest must hold 1 items, got 2"
+    );
+    // Nothing written on error.
+    let mut chosen = [7u32; 3];
+    let _ = place(&first, &free, d, &mut chosen, &mut [0; 1], &mut s[..1]);
+    assert_eq!(chosen, [7; 3]);
+}
+
+#[test]
+fn scratch_len_saturates() {
+    assert_eq!(place_scratch_len(usize::MAX), usize::MAX);
+    assert_eq!(place_scratch_len(4), 20);
+}
