@@ -69,6 +69,7 @@ from typing import Optional
 import numpy as np
 
 import corun
+from corun import adapters
 
 VLLM = "pip install --no-deps vllm==0.33.0"
 MAX_SGE = 30
@@ -107,22 +108,25 @@ def vllm_classes():
 
 
 class VllmPool:
-    """One vLLM block pool: the real free queue, driven as ``BlockPool`` drives it."""
+    """One vLLM block pool: the real free queue, driven as ``BlockPool`` drives it. The
+    attributes placement's adapter uses have ``BlockPool``'s names (``blocks``,
+    ``free_block_queue``, ``enable_caching``, ``get_new_blocks``), so the adapter runs on
+    this pool as on vLLM's."""
 
     def __init__(self, classes, blocks, caching):
         Block, Queue = classes
         self.blocks = [Block(block_id=i) for i in range(blocks)]
-        self.queue = Queue(self.blocks)
-        self.caching = caching
+        self.free_block_queue = Queue(self.blocks)
+        self.enable_caching = caching
         self.cached = {}  # hash -> block (in use or in the free queue)
         self.hits = self.lookups = 0
 
     def free_count(self):
-        return self.queue.num_free_blocks
+        return self.free_block_queue.num_free_blocks
 
     def get_new_blocks(self, n):
         # block_pool.py get_new_blocks: popleft_n, evicting what it takes from the cache.
-        out = self.queue.popleft_n(n)
+        out = self.free_block_queue.popleft_n(n)
         for b in out:
             if b.block_hash is not None:
                 self.cached.pop(b.block_hash, None)
@@ -130,12 +134,12 @@ class VllmPool:
             b.ref_cnt += 1
         return out
 
-    def allocate(self, hashes):
-        """Blocks for a request whose full blocks have `hashes` (None: not cacheable):
-        the cached prefix touched (taken out of the free queue where it waits), the rest
-        new."""
+    def touch_prefix(self, hashes):
+        """The cached prefix of a request whose full blocks have `hashes` (None: not
+        cacheable), touched: taken out of the free queue where it waits (block_pool.py
+        ``touch``)."""
         hit = []
-        if self.caching:
+        if self.enable_caching:
             for h in hashes:
                 b = self.cached.get(h) if h is not None else None
                 if b is None:
@@ -143,16 +147,25 @@ class VllmPool:
                 hit.append(b)
             self.lookups += sum(h is not None for h in hashes)
             self.hits += len(hit)
-            for b in hit:  # block_pool.py touch
+            for b in hit:
                 if b.ref_cnt == 0:
-                    self.queue.remove(b)
+                    self.free_block_queue.remove(b)
                 b.ref_cnt += 1
-        new = self.get_new_blocks(len(hashes) - len(hit))
-        if self.caching:
-            for b, h in zip(new, hashes[len(hit):]):
+        return hit
+
+    def cache(self, blocks, hashes):
+        """Caches the full blocks of a request (block_pool.py ``cache_full_blocks``)."""
+        if self.enable_caching:
+            for b, h in zip(blocks, hashes):
                 if h is not None and h not in self.cached:
                     b.set_block_hash(h)
                     self.cached[h] = b
+
+    def allocate(self, hashes):
+        """Blocks for a request: the cached prefix touched, the rest new."""
+        hit = self.touch_prefix(hashes)
+        new = self.get_new_blocks(len(hashes) - len(hit))
+        self.cache(new, hashes[len(hit):])
         return hit + new
 
     def free(self, blocks):
@@ -162,9 +175,9 @@ class VllmPool:
         for b in reversed(blocks):
             b.ref_cnt -= 1
             if b.ref_cnt == 0:
-                (first if b.block_hash is None or not self.caching else last).append(b)
-        self.queue.prepend_n(first)
-        self.queue.append_n(last)
+                (first if b.block_hash is None or not self.enable_caching else last).append(b)
+        self.free_block_queue.prepend_n(first)
+        self.free_block_queue.append_n(last)
 
 
 # --- SGLang's paged allocator, ported ------------------------------------------------
@@ -177,17 +190,17 @@ class SglangPool:
     def __init__(self, pages, need_sort=True):
         # clear(): free pages 1..num_pages (page 0 is the padded slot).
         self.free_pages = np.arange(1, pages + 1, dtype=np.int64)
-        self.staged = []
+        self.staged_pages = []
         self.need_sort = need_sort
 
     def free_count(self):
-        return len(self.free_pages) + sum(len(s) for s in self.staged)
+        return len(self.free_pages) + sum(len(s) for s in self.staged_pages)
 
     def merge_and_sort_free(self):
         # merge_and_sort_free(): torch.sort(torch.cat((free_pages, *staged_pages)))
-        if self.staged:
-            self.free_pages = np.sort(np.concatenate([self.free_pages, *self.staged]))
-            self.staged = []
+        if self.staged_pages:
+            self.free_pages = np.sort(np.concatenate([self.free_pages, *self.staged_pages]))
+            self.staged_pages = []
 
     def alloc(self, n):
         # alloc(): merge when short, then free_pages[:num_pages].
@@ -202,7 +215,7 @@ class SglangPool:
         # _release_page_ids(): staged when need_sort, else torch.cat((*page_ids, free_pages)).
         pages = np.asarray(pages, dtype=np.int64)
         if self.need_sort:
-            self.staged.append(pages)
+            self.staged_pages.append(pages)
         else:
             self.free_pages = np.concatenate([pages, self.free_pages])
 
@@ -238,18 +251,50 @@ def request_blocks(rng, page_tokens, pool):
     return int(min(max(1, -(-int(tokens) // page_tokens)), pool // 4))
 
 
-def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7):
-    """The recorded `(src, dst)` page lists of `requests` requests, and the prefix-cache
-    hit rate (vLLM)."""
+@dataclass
+class Replayed:
+    """One replay: each request's `(src, dst)` page lists as transferred, and what the
+    allocators and placement did."""
+
+    lists: list
+    hit_rate: dict  # pool name -> prefix-cache hit rate (vLLM)
+    placements: list  # corun.place's stats per request placed (placement on)
+    adapter_s: float = 0.0  # total CPU time in the adapter, corun.place included
+    core_s: float = 0.0  # of which in corun.place
+
+
+def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window=False):
+    """Replays `requests` requests through two pools. With `window` (not False: None for
+    the adapters' default, or a number of pages) the second side to allocate places its
+    pages against the first side's (``corun.adapters``): vLLM's decode side (pull mode:
+    prefill allocates first) and SGLang's prefill side (the decode side allocates first)."""
     rng = np.random.default_rng(seed)
+    placing = window is not False
     if allocator == "vllm":
         classes = vllm_classes()
-        pre, dec = VllmPool(classes, prefill_blocks, True), VllmPool(classes, decode_blocks, False)
+        # Both sides cache prefixes (vLLM's default); the decode side's own hits are not
+        # pulled (the connector asks prefill for the tokens past the local hit).
+        pre, dec = VllmPool(classes, prefill_blocks, True), VllmPool(classes, decode_blocks, True)
     else:
         pre, dec = SglangPool(prefill_blocks), SglangPool(decode_blocks)
+    out = Replayed([], {}, [])
+    core = [0.0]
+
+    def timed_place(*args, **kwargs):
+        t = time.perf_counter()
+        r = corun.place(*args, **kwargs)
+        core[0] += time.perf_counter() - t
+        return r
+
+    adapters.place = timed_place  # to split the adapter's time from the core's
+
+    def place(f, *args):
+        t = time.perf_counter()
+        out.placements.append(f(*args, window=window))
+        out.adapter_s += time.perf_counter() - t
+
     live = deque()  # (prefill pages, decode pages list)
     recent = deque(maxlen=64)  # hash roots of recent requests, for shared prefixes
-    lists = []
 
     def finish_oldest():
         p, d = live.popleft()
@@ -274,19 +319,30 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7):
         shared = int(n * rng.uniform(0.2, 0.8)) if root != r else 0
         hashes = [(root, i) if i < shared else (r, i) for i in range(n - 1)] + [None]
         if allocator == "vllm":
-            # Pull mode: the prefill side allocates first, the decode side after it.
+            # Pull mode: the prefill side allocates first (returning its block ids), the
+            # decode side after it, pulling what its own cache does not hold.
             p = pre.allocate(hashes)
-            d = dec.get_new_blocks(n)
-            src = np.array([b.block_id for b in p], dtype=np.int32)
-            dst = np.array([b.block_id for b in d], dtype=np.int32)
+            hit = dec.touch_prefix(hashes)
+            remote = np.array([b.block_id for b in p[len(hit):]], dtype=np.int32)
+            if placing and len(remote):
+                place(adapters.vllm_place_front, dec, remote)
+            new = dec.get_new_blocks(len(remote))
+            dec.cache(new, hashes[len(hit):])
+            d = hit + new
+            src, dst = remote, np.array([b.block_id for b in new], dtype=np.int32)
         else:
             # The decode side allocates first and sends its pages; then the prefill side.
             d = dec.alloc(n)
+            if d is None:
+                continue
+            if placing and pre.free_count() >= n:
+                place(adapters.sglang_place_front, pre, d)
             p = pre.alloc(n)
-            if d is None or p is None:
+            if p is None:
+                dec.free_page_ids(d)
                 continue
             src, dst = p.astype(np.int32), d.astype(np.int32)
-        lists.append((src, dst))
+        out.lists.append((src, dst))
         live.append((p, list(d)))
         # Decode sequences grow: a block now and then, from the decode pool.
         for i in range(len(live)):
@@ -294,8 +350,11 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7):
                 more = dec.get_new_blocks(1) if allocator == "vllm" else dec.alloc(1)
                 if more is not None and len(more):
                     live[i][1].extend(list(more))
-    hit_rate = pre.hits / pre.lookups if allocator == "vllm" and pre.lookups else None
-    return lists, hit_rate
+    adapters.place = corun.place
+    out.core_s = core[0]
+    if allocator == "vllm":
+        out.hit_rate = {name: pool.hits / max(pool.lookups, 1) for name, pool in (("prefill", pre), ("decode", dec))}
+    return out
 
 
 # --- the ways -------------------------------------------------------------------------
@@ -320,24 +379,69 @@ WAYS = {
 }
 
 
-def report(allocator, w, lists, hit_rate, out):
+def table(lists, ways, out):
+    """One row per way: descriptors, their spread, CPU time and posting time."""
     pages = np.array([len(s) for s, _ in lists])
-    counts, cpu = {}, {}
-    for way, f in WAYS.items():
-        t = time.perf_counter()
-        counts[way] = np.array([f(s, d) for s, d in lists])
-        cpu[way] = (time.perf_counter() - t) / max(len(lists), 1)
-    out(f"\n### {allocator} {w.name}: {len(lists)} requests, {int(pages.sum())} pages"
-        + (f", prefix-cache hit rate {hit_rate:.3f}" if hit_rate is not None else ""))
     out("\n| way | descriptors (per buffer) | p50 / p99 per request | pages per descriptor p50 / worst 1% "
         "| CPU µs per request | posting ms per request at Mooncake TCP / NIXL / RDMA (128 buffers) |")
     out("|---|---|---|---|---|---|")
-    for way, c in counts.items():
+    totals = {}
+    for way, f in ways.items():
+        t = time.perf_counter()
+        c = np.array([f(s, d) for s, d in lists])
+        cpu = (time.perf_counter() - t) / max(len(lists), 1)
         per = pages / np.maximum(c, 1)
         post = " / ".join(f"{np.mean(c) * LAYER_BUFFERS * us / 1000:.2f}" for us in COSTS_US.values())
         out(f"| {way} | {int(c.sum())} | {np.percentile(c, 50):.0f} / {np.percentile(c, 99):.0f} "
-            f"| {np.percentile(per, 50):.1f} / {np.percentile(per, 1):.1f} | {cpu[way] * 1e6:.1f} | {post} |")
-    return {k: int(v.sum()) for k, v in counts.items()}, int(pages.sum())
+            f"| {np.percentile(per, 50):.1f} / {np.percentile(per, 1):.1f} | {cpu * 1e6:.1f} | {post} |")
+        totals[way] = int(c.sum())
+    return totals
+
+
+def report(allocator, w, own, placed, window, out):
+    """The ways on the allocator's own lists, then placement's lists beside the bound.
+    Returns the `replay` line."""
+    lists = own.lists
+    pages = int(sum(len(s) for s, _ in lists))
+    rates = ", ".join(f"{k} {v:.3f}" for k, v in own.hit_rate.items())
+    out(f"\n### {allocator} {w.name}: {len(lists)} requests, {pages} pages"
+        + (f"; prefix-cache hit rate {rates}" if rates else ""))
+    totals = table(lists, WAYS, out)
+
+    # Placement: the second side's pages chosen against the first side's.
+    first = (lambda s, d: s) if allocator == "vllm" else (lambda s, d: d)
+    ways = {"placed (either)": WAYS["either"], "placed gather_wrs_either": WAYS["gather_wrs_either"],
+            "bound (first side's runs)": lambda s, d: len(corun.runs(first(s, d), first(s, d), direction="either")[2])}
+    n_placed = max(len(placed.placements), 1)
+    side = "decode (pull mode)" if allocator == "vllm" else "prefill"
+    prates = ", ".join(f"{k} {v:.3f}" for k, v in placed.hit_rate.items())
+    out(f"\nWith placement on the {side} side (``corun.adapters``, window "
+        f"{window or '4n + 64'} pages): {len(placed.lists)} requests"
+        + (f"; prefix-cache hit rate {prates}" if prates else ""))
+    ptotals = table(placed.lists, ways, out)
+    p, bound = ptotals["placed (either)"], ptotals["bound (first side's runs)"]
+    fallback = sum(st["fallback"] for st in placed.placements)
+    split = sum(st["split"] for st in placed.placements)
+    saved_us = (totals["either"] - p) / max(len(placed.lists), 1) * COSTS_US["rdma"]
+    adapter_us, core_us = placed.adapter_s / n_placed * 1e6, placed.core_s / n_placed * 1e6
+    out(f"\nPlacement: {totals['asc'] / max(p, 1):.2f}x fewer descriptors than ascending runs "
+        f"of the allocator's own pages, {totals['either'] / max(p, 1):.2f}x fewer than either-direction "
+        f"runs; {p / max(bound, 1):.3f}x the bound. Gather work requests "
+        f"{totals['gather_wrs_either'] / max(ptotals['placed gather_wrs_either'], 1):.2f}x fewer. "
+        f"Requests left to the allocator's own choice: {fallback}; runs split: {split}. "
+        f"CPU per request: {adapter_us:.1f} µs in the adapter, of which {core_us:.1f} µs in "
+        f"corun.place; posting time saved per request at 0.5 µs per descriptor: "
+        f"{saved_us:.1f} µs per buffer, {saved_us * LAYER_BUFFERS / 1000:.2f} ms for "
+        f"{LAYER_BUFFERS} buffers (placement costs {100 * adapter_us / max(saved_us, 1e-9):.1f}% "
+        f"of one buffer's saving, {100 * adapter_us / max(saved_us * LAYER_BUFFERS, 1e-9):.2f}% of "
+        f"{LAYER_BUFFERS} buffers').")
+    if allocator == "vllm":
+        hit = f"{own.hit_rate['decode']:.3f}/{placed.hit_rate['decode']:.3f}"
+    else:
+        hit = "-/-"  # SGLang's allocator caches nothing (its radix tree does, above it)
+    return (f"replay allocator={allocator} workload={w.name} requests={len(lists)} pages={pages} "
+            + " ".join(f"{k}={v}" for k, v in totals.items())
+            + f" placed={p} bound={bound} hit_rate={hit}")
 
 
 def main(argv=None):
@@ -345,6 +449,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="two workloads, 300 requests (CI)")
     ap.add_argument("--requests", type=int, help="requests per workload (default 5000)")
     ap.add_argument("--allocators", nargs="*", default=["vllm", "sglang"], choices=["vllm", "sglang"])
+    ap.add_argument("--window", type=int, help="placement's window in pages (default: the adapters')")
     args = ap.parse_args(argv)
     requests = args.requests or (300 if args.quick else 5000)
     prefill_blocks, decode_blocks = (8000, 12000) if args.quick else (40000, 60000)
@@ -359,10 +464,9 @@ def main(argv=None):
             except ImportError as e:
                 sys.exit(f"replay.py: {e}")
         for w in workloads(args.quick):
-            lists, hit_rate = replay(allocator, w, requests, prefill_blocks, decode_blocks)
-            totals, pages = report(allocator, w, lists, hit_rate, out)
-            lines.append(f"replay allocator={allocator} workload={w.name} requests={len(lists)} "
-                         f"pages={pages} " + " ".join(f"{k}={v}" for k, v in totals.items()))
+            own = replay(allocator, w, requests, prefill_blocks, decode_blocks)
+            placed = replay(allocator, w, requests, prefill_blocks, decode_blocks, window=args.window)
+            lines.append(report(allocator, w, own, placed, args.window, out))
     out("")
     for line in lines:
         out(line)

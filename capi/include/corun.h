@@ -72,7 +72,8 @@ typedef enum {
    */
   CORUN_ERR_TOO_LONG = 5,
   /**
-   * The span scratch buffer cannot hold every run (size it with `corun_count_runs_*`).
+   * A scratch buffer is too small: the span scratch cannot hold every run (size it
+   * with `corun_count_runs_*`), or placement's is under `corun_place_scratch_len(n)`.
    */
   CORUN_ERR_SCRATCH_TOO_SMALL = 6,
   /**
@@ -107,6 +108,10 @@ typedef enum {
    * positions are in `duplicate`).
    */
   CORUN_ERR_DUPLICATE_DESTINATION = 13,
+  /**
+   * Placement was asked for more pages than the free list holds (`free_len < n`).
+   */
+  CORUN_ERR_NOT_ENOUGH_FREE = 14,
 } corun_status;
 
 /**
@@ -137,6 +142,32 @@ typedef enum {
    */
   CORUN_EITHER = 1,
 } corun_direction;
+
+/**
+ * What a placement call did, in concurrent runs (descriptors per layer buffer).
+ */
+typedef struct {
+  /**
+   * Runs of the first side alone: the fewest any placement can reach.
+   */
+  size_t bound;
+  /**
+   * Concurrent runs of `first` with the chosen pages.
+   */
+  size_t placed;
+  /**
+   * Concurrent runs of `first` with the allocator's own choice (`free[0 .. n]`).
+   */
+  size_t own;
+  /**
+   * First-side runs that no free extent held whole and were split.
+   */
+  size_t split;
+  /**
+   * 1 when the chosen pages are the allocator's own choice (placing was no better).
+   */
+  uint8_t fallback;
+} corun_placement;
 
 /**
  * Grouping options. `CORUN_OPTIONS_DEFAULT` (or a NULL pointer) means maximal runs of
@@ -353,10 +384,51 @@ extern "C" {
 const char *corun_version(void);
 
 /**
+ * The number of `size_t` words of scratch that `corun_place_*` needs for a request of
+ * `n` pages (`5 * n`, saturating at `SIZE_MAX`).
+ */
+size_t corun_place_scratch_len(size_t n);
+
+/**
  * A static, NUL-terminated description of a status code (never NULL; any int is
  * accepted, unknown codes are described as such).
  */
 const char *corun_strerror(int32_t status);
+
+/**
+ * Chooses the second side's pages (`uint32_t`) for a request whose first side has pages `first[0 .. n]`, from the free list `free[0 .. free_len]`.
+ *
+ * `free` is in the allocator's priority order (the page it would hand out first
+ * comes first: a sorted array of free ids, or the front of a free queue) and holds
+ * distinct pages. Writes `chosen[i]`, the page paired with `first[i]` (`n`
+ * elements), and `rest`, the free list without the chosen pages in its order
+ * (`free_len - n` elements). The rule: the first side's runs (`direction`:
+ * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
+ * first stretch of the free list (stepping by +1 or -1) with room for it, written in
+ * the run's direction; runs that fit nowhere are split over the pages still free;
+ * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
+ * better. `*placement` (zeroed first) says what it did. Errors:
+ * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
+ * (`scratch_len < corun_place_scratch_len(n)`), `CORUN_ERR_INVALID_ARGUMENT`
+ * (`direction`), and the pointer errors; nothing is written but `*placement`.
+ *
+ * # Safety
+ *
+ * `first` and `free` are readable for `n` and `free_len` elements; `chosen`,
+ * `rest` and `scratch` writable for `n`, `free_len - n` and `scratch_len`
+ * elements; `placement` points to a writable `corun_placement`; no output overlaps
+ * another buffer (checked: `CORUN_ERR_OVERLAP`).
+ */
+corun_status corun_place_u32(const uint32_t *first,
+                             size_t n,
+                             const uint32_t *free,
+                             size_t free_len,
+                             uint32_t direction,
+                             uint32_t *chosen,
+                             uint32_t *rest,
+                             size_t *scratch,
+                             size_t scratch_len,
+                             corun_placement *placement);
 
 /**
  * Copies the pairs of `src`/`dst` (`uint32_t` indices) into `src_out`/`dst_out` sorted by destination.
@@ -479,6 +551,41 @@ corun_status corun_gather_u32(const uint32_t *src,
                               corun_written *written);
 
 /**
+ * Chooses the second side's pages (`uint64_t`) for a request whose first side has pages `first[0 .. n]`, from the free list `free[0 .. free_len]`.
+ *
+ * `free` is in the allocator's priority order (the page it would hand out first
+ * comes first: a sorted array of free ids, or the front of a free queue) and holds
+ * distinct pages. Writes `chosen[i]`, the page paired with `first[i]` (`n`
+ * elements), and `rest`, the free list without the chosen pages in its order
+ * (`free_len - n` elements). The rule: the first side's runs (`direction`:
+ * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
+ * first stretch of the free list (stepping by +1 or -1) with room for it, written in
+ * the run's direction; runs that fit nowhere are split over the pages still free;
+ * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
+ * better. `*placement` (zeroed first) says what it did. Errors:
+ * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
+ * (`scratch_len < corun_place_scratch_len(n)`), `CORUN_ERR_INVALID_ARGUMENT`
+ * (`direction`), and the pointer errors; nothing is written but `*placement`.
+ *
+ * # Safety
+ *
+ * `first` and `free` are readable for `n` and `free_len` elements; `chosen`,
+ * `rest` and `scratch` writable for `n`, `free_len - n` and `scratch_len`
+ * elements; `placement` points to a writable `corun_placement`; no output overlaps
+ * another buffer (checked: `CORUN_ERR_OVERLAP`).
+ */
+corun_status corun_place_u64(const uint64_t *first,
+                             size_t n,
+                             const uint64_t *free,
+                             size_t free_len,
+                             uint32_t direction,
+                             uint64_t *chosen,
+                             uint64_t *rest,
+                             size_t *scratch,
+                             size_t scratch_len,
+                             corun_placement *placement);
+
+/**
  * Copies the pairs of `src`/`dst` (`uint64_t` indices) into `src_out`/`dst_out` sorted by destination.
  *
  * Grouping the outputs gives the fewest runs for the *set* of pairs (order-free
@@ -599,6 +706,41 @@ corun_status corun_gather_u64(const uint64_t *src,
                               corun_written *written);
 
 /**
+ * Chooses the second side's pages (`int32_t`) for a request whose first side has pages `first[0 .. n]`, from the free list `free[0 .. free_len]`.
+ *
+ * `free` is in the allocator's priority order (the page it would hand out first
+ * comes first: a sorted array of free ids, or the front of a free queue) and holds
+ * distinct pages. Writes `chosen[i]`, the page paired with `first[i]` (`n`
+ * elements), and `rest`, the free list without the chosen pages in its order
+ * (`free_len - n` elements). The rule: the first side's runs (`direction`:
+ * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
+ * first stretch of the free list (stepping by +1 or -1) with room for it, written in
+ * the run's direction; runs that fit nowhere are split over the pages still free;
+ * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
+ * better. `*placement` (zeroed first) says what it did. Errors:
+ * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
+ * (`scratch_len < corun_place_scratch_len(n)`), `CORUN_ERR_INVALID_ARGUMENT`
+ * (`direction`), and the pointer errors; nothing is written but `*placement`.
+ *
+ * # Safety
+ *
+ * `first` and `free` are readable for `n` and `free_len` elements; `chosen`,
+ * `rest` and `scratch` writable for `n`, `free_len - n` and `scratch_len`
+ * elements; `placement` points to a writable `corun_placement`; no output overlaps
+ * another buffer (checked: `CORUN_ERR_OVERLAP`).
+ */
+corun_status corun_place_i32(const int32_t *first,
+                             size_t n,
+                             const int32_t *free,
+                             size_t free_len,
+                             uint32_t direction,
+                             int32_t *chosen,
+                             int32_t *rest,
+                             size_t *scratch,
+                             size_t scratch_len,
+                             corun_placement *placement);
+
+/**
  * Copies the pairs of `src`/`dst` (`int32_t` indices) into `src_out`/`dst_out` sorted by destination.
  *
  * Grouping the outputs gives the fewest runs for the *set* of pairs (order-free
@@ -717,6 +859,41 @@ corun_status corun_gather_i32(const int32_t *src,
                               corun_sge *sges,
                               size_t sges_cap,
                               corun_written *written);
+
+/**
+ * Chooses the second side's pages (`int64_t`) for a request whose first side has pages `first[0 .. n]`, from the free list `free[0 .. free_len]`.
+ *
+ * `free` is in the allocator's priority order (the page it would hand out first
+ * comes first: a sorted array of free ids, or the front of a free queue) and holds
+ * distinct pages. Writes `chosen[i]`, the page paired with `first[i]` (`n`
+ * elements), and `rest`, the free list without the chosen pages in its order
+ * (`free_len - n` elements). The rule: the first side's runs (`direction`:
+ * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
+ * first stretch of the free list (stepping by +1 or -1) with room for it, written in
+ * the run's direction; runs that fit nowhere are split over the pages still free;
+ * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
+ * better. `*placement` (zeroed first) says what it did. Errors:
+ * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
+ * (`scratch_len < corun_place_scratch_len(n)`), `CORUN_ERR_INVALID_ARGUMENT`
+ * (`direction`), and the pointer errors; nothing is written but `*placement`.
+ *
+ * # Safety
+ *
+ * `first` and `free` are readable for `n` and `free_len` elements; `chosen`,
+ * `rest` and `scratch` writable for `n`, `free_len - n` and `scratch_len`
+ * elements; `placement` points to a writable `corun_placement`; no output overlaps
+ * another buffer (checked: `CORUN_ERR_OVERLAP`).
+ */
+corun_status corun_place_i64(const int64_t *first,
+                             size_t n,
+                             const int64_t *free,
+                             size_t free_len,
+                             uint32_t direction,
+                             int64_t *chosen,
+                             int64_t *rest,
+                             size_t *scratch,
+                             size_t scratch_len,
+                             corun_placement *placement);
 
 /**
  * Copies the pairs of `src`/`dst` (`int64_t` indices) into `src_out`/`dst_out` sorted by destination.

@@ -141,6 +141,57 @@ fn sort<T: Index>(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
+fn place<T: Index>(
+    first: *const T,
+    n: usize,
+    free: *const T,
+    free_len: usize,
+    direction: u32,
+    chosen: *mut T,
+    rest: *mut T,
+    scratch: *mut usize,
+    scratch_len: usize,
+    placement: *mut corun_placement,
+) -> Status {
+    clear(placement);
+    let (f, fr) = (Buf::new(first, n)?, Buf::new(free, free_len)?);
+    let direction = match direction {
+        0 => Direction::Ascending,
+        1 => Direction::Either,
+        _ => return Err(CORUN_ERR_INVALID_ARGUMENT),
+    };
+    let left = free_len.checked_sub(n).ok_or(CORUN_ERR_NOT_ENOUGH_FREE)?;
+    let (c, r) = (Buf::new(chosen as *const T, n)?, Buf::new(rest as *const T, left)?);
+    let sc = Buf::new(scratch as *const usize, scratch_len)?;
+    let outs = [c.range(), r.range(), sc.range(), point(placement)];
+    disjoint(&outs)?;
+    for input in [f.range(), fr.range()] {
+        disjoint(&[input, outs[0], outs[1], outs[2], outs[3]])?;
+    }
+    let placement = ffi::out(placement)?;
+    let p = corun::place(
+        ffi::read(f),
+        ffi::read(fr),
+        direction,
+        ffi::write_as::<T, T>(c),
+        ffi::write_as::<T, T>(r),
+        ffi::write_as::<usize, usize>(sc),
+    )
+    .map_err(|e| match e {
+        corun::Error::NotEnoughFree { .. } => CORUN_ERR_NOT_ENOUGH_FREE,
+        _ => CORUN_ERR_SCRATCH_TOO_SMALL,
+    })?;
+    *placement = corun_placement {
+        bound: p.bound,
+        placed: p.placed,
+        own: p.own,
+        split: p.split,
+        fallback: u8::from(p.fallback),
+    };
+    Ok(())
+}
+
 /// The checked layout; its layers borrow the caller's array.
 fn layout<'a>(layout: *const corun_layout) -> Result<(Layout<'a>, Buf<corun_layer>), corun_status> {
     let l = ffi::opt(layout)?.ok_or(CORUN_ERR_NULL)?;
@@ -339,6 +390,13 @@ pub extern "C" fn corun_version() -> *const c_char {
     VERSION.as_ptr()
 }
 
+/// The number of `size_t` words of scratch that `corun_place_*` needs for a request of
+/// `n` pages (`5 * n`, saturating at `SIZE_MAX`).
+#[unsafe(no_mangle)]
+pub extern "C" fn corun_place_scratch_len(n: usize) -> usize {
+    corun::place_scratch_len(n)
+}
+
 /// A static, NUL-terminated description of a status code (never NULL; any int is
 /// accepted, unknown codes are described as such).
 #[unsafe(no_mangle)]
@@ -349,7 +407,45 @@ pub extern "C" fn corun_strerror(status: i32) -> *const c_char {
 
 /// The exported functions of one index type.
 macro_rules! typed {
-    ($t:ty, $c:literal, $count:ident, $group:ident, $desc:ident, $gather:ident, $sort:ident) => {
+    ($t:ty, $c:literal, $count:ident, $group:ident, $desc:ident, $gather:ident, $sort:ident, $place:ident) => {
+        #[doc = concat!(" Chooses the second side's pages (`", $c, "`) for a request whose first side has pages `first[0 .. n]`, from the free list `free[0 .. free_len]`.")]
+        ///
+        /// `free` is in the allocator's priority order (the page it would hand out first
+        /// comes first: a sorted array of free ids, or the front of a free queue) and holds
+        /// distinct pages. Writes `chosen[i]`, the page paired with `first[i]` (`n`
+        /// elements), and `rest`, the free list without the chosen pages in its order
+        /// (`free_len - n` elements). The rule: the first side's runs (`direction`:
+        /// `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
+        /// first stretch of the free list (stepping by +1 or -1) with room for it, written in
+        /// the run's direction; runs that fit nowhere are split over the pages still free;
+        /// the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
+        /// better. `*placement` (zeroed first) says what it did. Errors:
+        /// `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
+        /// (`scratch_len < corun_place_scratch_len(n)`), `CORUN_ERR_INVALID_ARGUMENT`
+        /// (`direction`), and the pointer errors; nothing is written but `*placement`.
+        ///
+        /// # Safety
+        ///
+        /// `first` and `free` are readable for `n` and `free_len` elements; `chosen`,
+        /// `rest` and `scratch` writable for `n`, `free_len - n` and `scratch_len`
+        /// elements; `placement` points to a writable `corun_placement`; no output overlaps
+        /// another buffer (checked: `CORUN_ERR_OVERLAP`).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $place(
+            first: *const $t,
+            n: usize,
+            free: *const $t,
+            free_len: usize,
+            direction: u32,
+            chosen: *mut $t,
+            rest: *mut $t,
+            scratch: *mut usize,
+            scratch_len: usize,
+            placement: *mut corun_placement,
+        ) -> corun_status {
+            status(place(first, n, free, free_len, direction, chosen, rest, scratch, scratch_len, placement))
+        }
+
         #[doc = concat!(" Copies the pairs of `src`/`dst` (`", $c, "` indices) into `src_out`/`dst_out` sorted by destination.")]
         ///
         /// Grouping the outputs gives the fewest runs for the *set* of pairs (order-free
@@ -500,7 +596,8 @@ typed!(
     corun_group_u32,
     corun_descriptors_u32,
     corun_gather_u32,
-    corun_sort_by_destination_u32
+    corun_sort_by_destination_u32,
+    corun_place_u32
 );
 typed!(
     u64,
@@ -509,7 +606,8 @@ typed!(
     corun_group_u64,
     corun_descriptors_u64,
     corun_gather_u64,
-    corun_sort_by_destination_u64
+    corun_sort_by_destination_u64,
+    corun_place_u64
 );
 typed!(
     i32,
@@ -518,7 +616,8 @@ typed!(
     corun_group_i32,
     corun_descriptors_i32,
     corun_gather_i32,
-    corun_sort_by_destination_i32
+    corun_sort_by_destination_i32,
+    corun_place_i32
 );
 typed!(
     i64,
@@ -527,5 +626,6 @@ typed!(
     corun_group_i64,
     corun_descriptors_i64,
     corun_gather_i64,
-    corun_sort_by_destination_i64
+    corun_sort_by_destination_i64,
+    corun_place_i64
 );

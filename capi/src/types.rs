@@ -82,8 +82,9 @@ statuses! {
     CORUN_ERR_LENGTH_MISMATCH = 4 => c"src and dst have different lengths",
     /// A length is too large for the address space (`len * sizeof(T) > PTRDIFF_MAX`).
     CORUN_ERR_TOO_LONG = 5 => c"a buffer length is too large for the address space",
-    /// The span scratch buffer cannot hold every run (size it with `corun_count_runs_*`).
-    CORUN_ERR_SCRATCH_TOO_SMALL = 6 => c"the span scratch buffer cannot hold every run",
+    /// A scratch buffer is too small: the span scratch cannot hold every run (size it
+    /// with `corun_count_runs_*`), or placement's is under `corun_place_scratch_len(n)`.
+    CORUN_ERR_SCRATCH_TOO_SMALL = 6 => c"a scratch buffer is too small",
     /// A layer has `item_len == 0` (`corun_written.error_layer` names it).
     CORUN_ERR_ZERO_ITEM_LEN = 7 => c"a layer has an item length of 0",
     /// `max_bytes` is smaller than one item of a layer (`error_layer` names it).
@@ -102,6 +103,8 @@ statuses! {
     /// Two pairs have one destination (order-free grouping needs a set of pairs; the
     /// positions are in `duplicate`).
     CORUN_ERR_DUPLICATE_DESTINATION = 13 => c"two pairs have the same destination",
+    /// Placement was asked for more pages than the free list holds (`free_len < n`).
+    CORUN_ERR_NOT_ENOUGH_FREE = 14 => c"the free list holds fewer pages than the request",
 }
 
 /// One run: positions `start .. start + len` of the input arrays.
@@ -149,6 +152,22 @@ pub enum corun_direction {
     /// Both by +step, or both by -step, for the whole run (a descending run's descriptors
     /// start at its lowest page).
     CORUN_EITHER = 1,
+}
+
+/// What a placement call did, in concurrent runs (descriptors per layer buffer).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct corun_placement {
+    /// Runs of the first side alone: the fewest any placement can reach.
+    pub bound: usize,
+    /// Concurrent runs of `first` with the chosen pages.
+    pub placed: usize,
+    /// Concurrent runs of `first` with the allocator's own choice (`free[0 .. n]`).
+    pub own: usize,
+    /// First-side runs that no free extent held whole and were split.
+    pub split: usize,
+    /// 1 when the chosen pages are the allocator's own choice (placing was no better).
+    pub fallback: u8,
 }
 
 /// One layer buffer on both sides: page `i` is `item_len` bytes at `src_base + i *

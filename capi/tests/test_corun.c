@@ -482,6 +482,45 @@ static void test_sort_by_destination(void) {
           CORUN_ERR_OVERLAP);
 }
 
+/* Placement: each first-side run into one stretch of the free list, in the run's
+ * direction; the rest keeps the list's order; errors leave *placement zeroed. */
+static void test_place(void) {
+    const int64_t first[6] = {9, 8, 7, 20, 21, 5};
+    const int64_t free_list[9] = {40, 61, 60, 59, 30, 31, 32, 33, 99};
+    const int64_t want_chosen[6] = {61, 60, 59, 30, 31, 40};
+    const int64_t want_rest[3] = {32, 33, 99};
+    int64_t chosen[6], rest[3];
+    size_t scratch[30];
+    corun_placement p;
+    CHECK(corun_place_scratch_len(6) == 30);
+    CHECK(corun_place_scratch_len(SIZE_MAX) == SIZE_MAX);
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, rest, scratch, 30, &p) ==
+          CORUN_OK);
+    CHECK(memcmp(chosen, want_chosen, sizeof chosen) == 0);
+    CHECK(memcmp(rest, want_rest, sizeof rest) == 0);
+    CHECK(p.bound == 3 && p.placed == 3 && p.own == 5 && p.split == 0 && p.fallback == 0);
+    /* The other index types share the body: one call each. */
+    const uint32_t f32[3] = {3, 4, 5}, r32[4] = {9, 10, 11, 12};
+    uint32_t c32[3], rest32[1];
+    CHECK(corun_place_u32(f32, 3, r32, 4, CORUN_ASCENDING, c32, rest32, scratch, 15, &p) ==
+          CORUN_OK && p.fallback == 1 && c32[0] == 9 && rest32[0] == 12);
+    /* Errors: *placement is zeroed first, nothing else is written. */
+    p.placed = 99;
+    CHECK(corun_place_i64(first, 6, free_list, 5, CORUN_EITHER, chosen, rest, scratch, 30, &p) ==
+          CORUN_ERR_NOT_ENOUGH_FREE && p.placed == 0);
+    p.placed = 99;
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, rest, scratch, 29, &p) ==
+          CORUN_ERR_SCRATCH_TOO_SMALL && p.placed == 0);
+    CHECK(corun_place_i64(first, 6, free_list, 9, 7, chosen, rest, scratch, 30, &p) ==
+          CORUN_ERR_INVALID_ARGUMENT);
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, chosen + 2, scratch, 30,
+                          &p) == CORUN_ERR_OVERLAP);
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, NULL, rest, scratch, 30, &p) ==
+          CORUN_ERR_NULL);
+    CHECK(strcmp(corun_strerror(CORUN_ERR_NOT_ENOUGH_FREE),
+                 "the free list holds fewer pages than the request") == 0);
+}
+
 /* The header's version macros and the library's version agree. */
 static void test_version(void) {
     char want[32];
@@ -495,6 +534,7 @@ int main(void) {
     test_version();
     test_either();
     test_sort_by_destination();
+    test_place();
     test_group_u32();
     test_group_u64();
     test_group_i32();

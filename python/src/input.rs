@@ -356,6 +356,8 @@ pub fn per_layer(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<u64
 pub enum Keep {
     Values,
     Runs,
+    /// Values that are pages, not addresses (placement): only the error differs.
+    Pages,
 }
 
 /// Two index arrays as slices of one type, borrowed when their types agree.
@@ -419,6 +421,14 @@ pub fn pair<'a>(src: &'a Indices<'_>, dst: &'a Indices<'_>, keep: Keep) -> PyRes
             None => Pair::U64(to_u64(src)?, to_u64(dst)?),
             Some(_) if keep == Keep::Runs => {
                 Pair::I64(to_i64(src, 1 << 63)?, to_i64(dst, 1 << 63)?)
+            }
+            Some((side, at, v)) if keep == Keep::Pages => {
+                let other = if side == src.name { dst.name } else { src.name };
+                return Err(PyValueError::new_err(format!(
+                    "{side}[{at}] = {v} is negative and {other} holds uint64 pages from 2**63: \
+                     {} and {} have no common index type",
+                    src.name, dst.name
+                )));
             }
             Some((side, at, v)) => {
                 let other = if side == src.name { dst.name } else { src.name };

@@ -155,7 +155,37 @@ fn sort_by_destination<'py>(
     if s_idx.len() != d_idx.len() {
         return Err(mismatch("sort_by_destination", s_idx.len(), d_idx.len()));
     }
-    let out = with_slices!(&s_idx, &d_idx, Keep::Values, |s, d| output::sorted(py, &s, &d)?);
+    let out = with_slices!(&s_idx, &d_idx, Keep::Pages, |s, d| output::sorted(py, &s, &d)?);
+    PyTuple::new(py, out)
+}
+
+/// The second side's pages for a request, chosen so that its runs pair up with the first
+/// side's: ``first`` holds the first side's pages in request order, ``free`` the second
+/// side's free pages in the allocator's priority order (the page it would hand out first
+/// comes first: a sorted array of free ids, or the front of a free queue; pass only as
+/// deep a prefix as placement may reach). Returns ``(chosen, rest, stats)``: ``chosen[i]``
+/// pairs with ``first[i]``, ``rest`` is ``free`` without the chosen pages in its order
+/// (both in the pair's common dtype), and ``stats`` a dict of concurrent-run counts:
+/// ``bound`` (the first side's own runs, the best possible), ``placed`` (with the chosen
+/// pages), ``own`` (with the allocator's own choice ``free[:len(first)]``), ``split``
+/// (runs no free extent held whole) and ``fallback`` (the chosen pages are the
+/// allocator's own choice, which placing did not beat). The rule: each first-side run
+/// goes whole into the first extent of the free list (a stretch stepping by +1 or -1)
+/// with room for it, longest runs first, written in the run's direction; see the Rust
+/// docs of ``corun::place``. ``free`` must hold distinct pages; fewer pages than
+/// ``first`` is a ``ValueError``.
+#[pyfunction]
+#[pyo3(signature = (first, free, *, direction="either"))]
+fn place<'py>(
+    py: Python<'py>,
+    first: &Bound<'py, PyAny>,
+    free: &Bound<'py, PyAny>,
+    direction: &str,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let direction = self::direction(direction)?;
+    let (f_idx, r_idx) = (indices(first, "first")?, indices(free, "free")?);
+    let out =
+        with_slices!(&f_idx, &r_idx, Keep::Pages, |f, r| output::placed(py, &f, &r, direction)?);
     PyTuple::new(py, out)
 }
 
@@ -313,6 +343,7 @@ fn _corun(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runs, m)?)?;
     m.add_function(wrap_pyfunction!(transfer_descriptors, m)?)?;
     m.add_function(wrap_pyfunction!(sort_by_destination, m)?)?;
+    m.add_function(wrap_pyfunction!(place, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -126,6 +126,37 @@ pub fn sorted<'py, T: Element + ::corun::Index>(
     Ok([s.into_any(), d.into_any()])
 }
 
+/// The second side's pages for `first` out of `free` (see `place`): the chosen pages and
+/// the rest as two new arrays, and what placement did as a dict.
+pub fn placed<'py, T: Element + ::corun::Index>(
+    py: Python<'py>,
+    first: &[T],
+    free: &[T],
+    direction: ::corun::Direction,
+) -> PyResult<[Bound<'py, PyAny>; 3]> {
+    let n = first.len();
+    let Some(left) = free.len().checked_sub(n) else {
+        return Err(errors::core(::corun::Error::NotEnoughFree { pages: n, free: free.len() }));
+    };
+    let (chosen, rest) =
+        (array1::<T>(py, n, "the chosen pages")?, array1::<T>(py, left, "the pages left free")?);
+    let mut scratch =
+        errors::try_vec::<usize>(::corun::place_scratch_len(n), "placement's scratch")?;
+    scratch.resize(::corun::place_scratch_len(n), 0);
+    let p = {
+        let (mut cw, mut rw) = (chosen.readwrite(), rest.readwrite());
+        ::corun::place(first, free, direction, cw.as_slice_mut()?, rw.as_slice_mut()?, &mut scratch)
+            .map_err(errors::core)?
+    };
+    let stats = pyo3::types::PyDict::new(py);
+    stats.set_item("bound", p.bound)?;
+    stats.set_item("placed", p.placed)?;
+    stats.set_item("own", p.own)?;
+    stats.set_item("split", p.split)?;
+    stats.set_item("fallback", p.fallback)?;
+    Ok([chosen.into_any(), rest.into_any(), stats.into_any()])
+}
+
 /// The length of every span, as an int64 array.
 pub fn lengths<'py>(py: Python<'py>, spans: &[Span]) -> PyResult<Bound<'py, PyAny>> {
     let out = array1::<i64>(py, spans.len(), "the run lengths")?;

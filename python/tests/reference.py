@@ -72,3 +72,64 @@ def reference_descriptors(src, dst, src_bases, dst_bases, item_lens, max_bytes=N
     if negative or any(a + n > 2**64 for a, n in zip(sa + da, ln * 2)):
         return None
     return sa, da, ln
+
+
+def reference_place(first, free, direction="either"):
+    """``place``: (chosen, rest, stats), from the rule in its docs, a page at a time.
+    Runs of ``first`` (``spans`` of first with itself) longest first, ties by position;
+    extents are stretches of ``free`` in list order stepping by +1 or -1; each extent, in
+    order, takes from its front the longest runs that fit; runs that fit nowhere take the
+    unused pages in list order, a stretch at a time; each piece is written in its run's
+    direction; the allocator's own choice ``free[:n]`` unless placing is strictly better."""
+    f, fr = [int(v) for v in first], [int(v) for v in free]
+    n = len(f)
+    if len(fr) < n:
+        raise ValueError(f"free holds {len(fr)} pages, fewer than the {n} the request needs")
+    runs = sorted(spans(f, f, direction=direction), key=lambda r: (-r[1], r[0]))
+    bound = len(runs)
+    chosen, used, done_run = [None] * n, [False] * len(fr), [False] * len(runs)
+
+    def up(v):
+        return len(v) >= 2 and v[1] > v[0]
+
+    def give(s, at):
+        pages = [fr[p] for p in at]
+        if up(f[s:s + len(at)]) != up(pages):
+            pages.reverse()
+        chosen[s:s + len(at)] = pages
+        for p in at:
+            used[p] = True
+
+    for pos, length in spans(fr, fr, direction="either"):
+        if all(done_run):
+            break
+        off = 0
+        while True:
+            k = next((k for k, r in enumerate(runs) if not done_run[k] and r[1] <= length - off), None)
+            if k is None:
+                break
+            s, ln = runs[k]
+            give(s, list(range(pos + off, pos + off + ln)))
+            done_run[k], off = True, off + ln
+    split = 0
+    for k, (s, ln) in enumerate(runs):
+        if done_run[k]:
+            continue
+        split += 1
+        done = 0
+        while done < ln:
+            p = used.index(False)
+            at = [p]
+            while done + len(at) < ln and at[-1] + 1 < len(fr) and not used[at[-1] + 1]:
+                step = fr[at[-1] + 1] - fr[at[-1]]
+                if abs(step) != 1 or (len(at) >= 2 and step != fr[at[1]] - fr[at[0]]):
+                    break
+                at.append(at[-1] + 1)
+            give(s + done, at)
+            done += len(at)
+    placed = len(spans(f, chosen, direction=direction)) if n else 0
+    own = len(spans(f, fr[:n], direction=direction))
+    if placed >= own:
+        return fr[:n], fr[n:], dict(bound=bound, placed=own, own=own, split=split, fallback=True)
+    rest = [p for p, u in zip(fr, used) if not u]
+    return chosen, rest, dict(bound=bound, placed=placed, own=own, split=split, fallback=False)

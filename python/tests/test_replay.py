@@ -13,7 +13,8 @@ import replay  # noqa: E402
 
 LINE = re.compile(
     r"^replay allocator=(vllm|sglang) workload=(\S+) requests=(\d+) pages=(\d+) asc=(\d+) "
-    r"either=(\d+) orderfree=(\d+) gather_wrs=(\d+) gather_wrs_either=(\d+)$"
+    r"either=(\d+) orderfree=(\d+) gather_wrs=(\d+) gather_wrs_either=(\d+) "
+    r"placed=(\d+) bound=(\d+) hit_rate=(\d\.\d+/\d\.\d+|-/-)$"
 )
 
 
@@ -70,9 +71,20 @@ def test_quick_replay_report(capsys):
     for line in lines:
         m = LINE.match(line)
         assert m, line
-        asc, either, orderfree, wrs, wrs_either = map(int, m.groups()[4:])
+        asc, either, orderfree, wrs, wrs_either, placed, bound = map(int, m.groups()[4:11])
         assert either <= asc and orderfree <= asc and wrs_either <= wrs
+        # Placement never does worse than the allocator's own pages, nor better than the
+        # first side's runs (its lists differ from the unplaced replay's only in pages).
+        assert bound <= placed <= either
+        if m.group(1) == "vllm":
+            without, with_ = map(float, m.group(12).split("/"))
+            assert with_ >= without - 0.01  # at most 1 point of hit rate
+        else:
+            assert m.group(12) == "-/-"
     vllm_g0 = LINE.match(lines[0]).groups()
     assert vllm_g0[0] == "vllm" and vllm_g0[1].endswith("-g0")
     # Gather lists over either-direction destination runs: at least 3x fewer requests.
     assert int(vllm_g0[7]) >= 3 * int(vllm_g0[8])
+    # Placement at 80% occupancy: at least 1.5x fewer descriptors than either-direction
+    # runs of vLLM's own pages.
+    assert 2 * int(vllm_g0[5]) >= 3 * int(vllm_g0[9])

@@ -2,12 +2,14 @@
 they become (a fast drop-in for SGLang's ``group_concurrent_contiguous``).
 
 The functions are corun's Rust core (``corun._corun``, a compiled extension); see
-``help(corun.transfer_descriptors)`` and the package's README.
+``help(corun.transfer_descriptors)`` and the package's README. ``corun.adapters`` plugs
+placement (``corun.place``) into vLLM's block pool and SGLang's paged allocator.
 """
 
 from ._corun import (
     __version__,
     group_concurrent_contiguous,
+    place,
     runs,
     sort_by_destination,
     transfer_descriptors,
@@ -16,6 +18,7 @@ from ._corun import (
 __all__ = [
     "__version__",
     "group_concurrent_contiguous",
+    "place",
     "runs",
     "sort_by_destination",
     "transfer_descriptors",

@@ -1,6 +1,6 @@
 """Concurrent contiguous runs in paired index arrays, and RDMA transfer descriptors."""
 
-from typing import Literal, Optional, Sequence, Tuple, Union
+from typing import Literal, Optional, Sequence, Tuple, TypedDict, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -58,6 +58,26 @@ def transfer_descriptors(
     2**64, zero item lengths, a cap below one item, unequal lengths, uint64 indices from
     2**63 with negative ones, an unknown form: ``ValueError``; outputs too large for memory:
     ``MemoryError``. Every error names its parameter."""
+
+class PlaceStats(TypedDict):
+    bound: int
+    placed: int
+    own: int
+    split: int
+    fallback: bool
+
+def place(
+    first: IndexArray, free: IndexArray, *, direction: Literal["ascending", "either"] = "either"
+) -> Tuple[npt.NDArray[np.integer], npt.NDArray[np.integer], PlaceStats]:
+    """The second side's pages for a request, chosen so that its runs pair up with the first
+    side's: ``(chosen, rest, stats)``. ``first``: the first side's pages in request order;
+    ``free``: the second side's free pages in the allocator's priority order (a sorted
+    array of free ids, or the front of a free queue: pass only as deep a prefix as
+    placement may reach). ``chosen[i]`` pairs with ``first[i]``; ``rest`` is ``free``
+    without the chosen pages, in order; ``stats`` counts concurrent runs: ``bound`` (the
+    first side's own), ``placed``, ``own`` (the allocator's own choice
+    ``free[:len(first)]``), ``split``, ``fallback``. ``free`` must hold distinct pages;
+    fewer pages than ``first``: ``ValueError``."""
 
 def sort_by_destination(
     src: IndexArray, dst: IndexArray

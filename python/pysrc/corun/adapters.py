@@ -1,0 +1,100 @@
+"""Placement (``corun.place``) plugged into the serving stacks' allocators, as a
+deployment would patch them: the second side to allocate chooses pages that mirror the
+first side's runs, so that a request moves in about as many transfers as the first side
+has runs.
+
+Each adapter only *reorders the front of the allocator's free list*: it puts the placed
+pages first, in the order they pair with the first side's, and the allocator's own
+allocation call (vLLM's ``BlockPool.get_new_blocks``, SGLang's ``alloc`` /
+``alloc_extend``) then hands them out with its own bookkeeping (reference counts, cache
+eviction, metrics) untouched. Placement reaches at most ``window`` pages deep into the
+free list (default: :func:`default_window`), which bounds both its cost and how far it
+departs from the allocator's order; where that order is also an eviction order (vLLM's
+free queue is LRU), that is the knob for the cache hit rate.
+
+- vLLM (NIXL pull mode: prefill returns ``remote_block_ids``, the decode side allocates
+  after): ``vllm_place_front(block_pool, remote_block_ids)`` then
+  ``block_pool.get_new_blocks(len(remote_block_ids))``.
+- SGLang (the decode side allocates first and sends its pages; the prefill side
+  allocates later, with ``dst_kv_indices`` known): ``sglang_place_front(allocator,
+  dst_pages)`` then ``allocator.alloc(len(dst_pages) * page_size)`` (or
+  ``alloc_extend``, which takes new pages from the front of ``free_pages`` in order).
+"""
+
+import numpy as np
+
+from ._corun import place
+
+__all__ = ["default_window", "sglang_place_front", "vllm_place_front"]
+
+
+def default_window(n):
+    """How deep into the free list placement reaches for a request of ``n`` pages: ``4 * n
+    + 64`` (measured in ``python/replay.py``: deeper windows place few more runs)."""
+    return 4 * n + 64
+
+
+def _window(n, free, window):
+    w = default_window(n) if window is None else int(window)
+    if w < n:
+        raise ValueError(f"window must be at least the request's {n} pages, got {w}")
+    return min(w, free)
+
+
+def vllm_place_front(block_pool, remote_block_ids, *, window=None, direction="either"):
+    """Moves to the front of ``block_pool.free_block_queue`` (vLLM's
+    ``FreeKVCacheBlockQueue``) the blocks that pair with ``remote_block_ids`` run for
+    run, so that ``block_pool.get_new_blocks(len(remote_block_ids))`` returns them in
+    order. Reads at most ``window`` blocks from the queue's front; the blocks stay free
+    (and cached) until ``get_new_blocks`` takes them. Returns ``corun.place``'s stats;
+    with ``fallback`` the queue is left as it was. Not enough free blocks:
+    ``ValueError`` (as ``get_new_blocks`` raises)."""
+    queue = block_pool.free_block_queue
+    first = np.asarray(remote_block_ids, dtype=np.int64)
+    n = len(first)
+    if n > queue.num_free_blocks:
+        raise ValueError(f"Cannot get {n} free blocks from the pool")
+    w = _window(n, queue.num_free_blocks, window)
+    # The queue is a linked list of Python objects: its front is read once, ids only
+    # (the blocks themselves are block_pool.blocks[id]).
+    ids, block = [], queue.fake_free_list_head.next_free_block
+    append = ids.append
+    for _ in range(w):
+        append(block.block_id)
+        block = block.next_free_block
+    chosen, _, stats = place(first, np.fromiter(ids, np.int64, w), direction=direction)
+    if not stats["fallback"]:
+        blocks, remove = block_pool.blocks, queue.remove
+        picked = [blocks[i] for i in chosen.tolist()]
+        for b in picked:
+            remove(b)
+        queue.prepend_n(picked)
+    return stats
+
+
+def sglang_place_front(allocator, dst_pages, *, window=None, direction="either"):
+    """Reorders the front of ``allocator.free_pages`` (SGLang's
+    ``PagedTokenToKVPoolAllocator``; a torch tensor or, in a port, a numpy array) so that
+    its first ``len(dst_pages)`` pages pair with ``dst_pages`` run for run; the
+    allocator's next ``alloc`` / ``alloc_extend`` of that many pages takes them. Merges
+    the staged frees first when the free list is short, as ``alloc`` does. Returns
+    ``corun.place``'s stats."""
+    first = np.asarray(dst_pages.cpu() if hasattr(dst_pages, "cpu") else dst_pages, dtype=np.int64)
+    n = len(first)
+    if n > len(allocator.free_pages) and getattr(allocator, "staged_pages", None):
+        allocator.merge_and_sort_free()
+    free = allocator.free_pages
+    torch_like = hasattr(free, "cpu")
+    host = free.cpu().numpy() if torch_like else np.asarray(free)
+    if n > len(host):
+        raise ValueError(f"{n} pages needed, {len(host)} free")
+    w = _window(n, len(host), window)
+    chosen, rest, stats = place(first, host[:w], direction=direction)
+    if not stats["fallback"]:
+        out = np.concatenate([chosen, rest, host[w:]]).astype(host.dtype, copy=False)
+        if torch_like:
+            import torch
+
+            out = torch.from_numpy(out).to(free.device)
+        allocator.free_pages = out
+    return stats

@@ -1,0 +1,187 @@
+"""``corun.place`` against the pure-Python reference (``reference_place``) and the
+contract any placement keeps, on every integer dtype and array layout; and the adapters
+(``corun.adapters``) on vLLM's real free queue and the SGLang allocator's port, as the
+replay drives them."""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import corun
+from corun import adapters
+from reference import reference_place, spans
+from strategies import INT_DTYPES, LAYOUTS, SWAPPED, build, values
+
+REQUIRE = os.environ.get("CORUN_REQUIRE_ENGINES") == "1"
+
+
+@st.composite
+def free_lists(draw, dtype):
+    """Distinct pages of `dtype` in stretches (some reversed), the stretches shuffled: a
+    free list as allocators hold one. Near the dtype's limits half of the time."""
+    info = np.iinfo(dtype)
+    span = draw(st.integers(0, 60))
+    base = draw(st.sampled_from([int(info.min), int(info.max) - span + 1, 0, 100]))
+    base = max(int(info.min), min(base, int(info.max) - span + 1))
+    ids = [base + k for k in range(span) if draw(st.booleans()) or span < 4]
+    stretches, cur = [], []
+    for v in ids:
+        if cur and (v != cur[-1] + 1 or draw(st.integers(0, 5)) == 0):
+            stretches.append(cur)
+            cur = []
+        cur.append(v)
+    if cur:
+        stretches.append(cur)
+    stretches = [s[::-1] if draw(st.booleans()) else s for s in stretches]
+    order = draw(st.permutations(range(len(stretches))))
+    return [v for k in order for v in stretches[k]]
+
+
+@st.composite
+def requests(draw):
+    """(first, free) laid out in drawn layouts, dtypes and byte orders."""
+    fdt, rdt = draw(st.sampled_from(INT_DTYPES)), draw(st.sampled_from(INT_DTYPES))
+    free = draw(free_lists(rdt))
+    n = draw(st.integers(0, len(free)))
+    first = draw(values(fdt, n))
+
+    def lay(vals, dt):
+        layout = draw(st.sampled_from([x for x in LAYOUTS if x not in ("overlapping", "broadcast")]))
+        order = draw(st.sampled_from(["=", SWAPPED]))
+        return build(vals, dt, layout, order, draw(st.integers(0, 7)), draw(st.integers(0, 3)))
+
+    return lay(first, fdt), lay(free, rdt)
+
+
+def check(first, free, direction):
+    f, fr = first.tolist(), free.tolist()
+    if (min(f + fr, default=0) < 0 and max(f + fr, default=0) >= 2**63):
+        with pytest.raises(ValueError, match="no common index type"):
+            corun.place(first, free, direction=direction)
+        return
+    chosen, rest, stats = corun.place(first, free, direction=direction)
+    want = reference_place(f, fr, direction)
+    assert (chosen.tolist(), rest.tolist(), stats) == want
+    # The contract, whatever the rule.
+    assert sorted(chosen.tolist() + rest.tolist()) == sorted(fr)
+    assert len(chosen) == len(f)
+    assert stats["bound"] <= stats["placed"] <= stats["own"]
+    assert stats["placed"] == len(spans(f, chosen.tolist(), direction=direction))
+
+
+@settings(max_examples=500, deadline=None)
+@given(requests(), st.sampled_from(["ascending", "either"]))
+def test_place_matches_reference(req, direction):
+    check(*req, direction)
+
+
+def test_place_every_small_case():
+    pool = list(range(5))
+    import itertools
+
+    frees = [list(p) for k in range(5) for p in itertools.permutations(pool, k)]
+    for n in range(4):
+        for first in itertools.product([0, 1, 2, 4], repeat=n):
+            for free in frees:
+                if len(free) >= n:
+                    for direction in ("ascending", "either"):
+                        check(np.array(first, np.int64), np.array(free, np.int64), direction)
+
+
+def test_place_by_example():
+    chosen, rest, stats = corun.place(np.array([9, 8, 7, 20, 21, 5], np.int32),
+                                      np.array([40, 61, 60, 59, 30, 31, 32, 33, 99], np.int64))
+    assert chosen.tolist() == [61, 60, 59, 30, 31, 40] and chosen.dtype == np.int64
+    assert rest.tolist() == [32, 33, 99]
+    assert stats == dict(bound=3, placed=3, own=5, split=0, fallback=False)
+
+
+def test_place_errors():
+    with pytest.raises(ValueError, match="free holds 1 pages, fewer than the 2"):
+        corun.place([1, 2], [5])
+    with pytest.raises(ValueError, match="direction"):
+        corun.place([1], [5], direction="up")
+    with pytest.raises(TypeError):
+        corun.place([1.5], [5])
+
+
+# --- the adapters ----------------------------------------------------------------------
+
+
+def replay_module():
+    import importlib.util
+    import sys
+
+    path = os.path.join(os.path.dirname(__file__), "..", "replay.py")
+    spec = importlib.util.spec_from_file_location("corun_replay", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["corun_replay"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def vllm_pool(blocks, caching):
+    replay = replay_module()
+    try:
+        classes = replay.vllm_classes()
+    except ImportError:
+        if REQUIRE:
+            raise
+        pytest.skip("vLLM 0.33 is not installed")
+    return replay.VllmPool(classes, blocks, caching)
+
+
+def queue_ids(pool):
+    out, b = [], pool.free_block_queue.fake_free_list_head.next_free_block
+    while b is not pool.free_block_queue.fake_free_list_tail:
+        out.append(b.block_id)
+        b = b.next_free_block
+    return out
+
+
+def test_vllm_adapter_puts_the_placed_blocks_first():
+    pool = vllm_pool(64, caching=True)
+    # Fragment the queue: take blocks, give some back in vLLM's free order.
+    taken = pool.get_new_blocks(40)
+    pool.free(taken[3:9])
+    pool.free(taken[20:31])
+    before = queue_ids(pool)
+    remote = [17, 16, 15, 14, 30, 31, 32]
+    stats = adapters.vllm_place_front(pool, remote)
+    after = queue_ids(pool)
+    assert sorted(after) == sorted(before) and pool.free_block_queue.num_free_blocks == len(before)
+    got = [b.block_id for b in pool.get_new_blocks(len(remote))]
+    assert got == after[:len(remote)]
+    assert stats == reference_place(remote, before[:adapters.default_window(7)], "either")[2]
+    assert stats["placed"] < stats["own"] and not stats["fallback"]
+    assert len(spans(remote, got, direction="either")) == stats["placed"]
+
+
+def test_vllm_adapter_leaves_the_queue_alone_on_fallback():
+    pool = vllm_pool(16, caching=False)
+    before = queue_ids(pool)
+    stats = adapters.vllm_place_front(pool, [3, 4, 5])  # the queue's front is one run already
+    assert stats["fallback"] and queue_ids(pool) == before
+    with pytest.raises(ValueError, match="Cannot get 17 free blocks"):
+        adapters.vllm_place_front(pool, list(range(17)))
+
+
+def test_sglang_adapter_reorders_the_front_of_free_pages():
+    replay = replay_module()
+    alloc = replay.SglangPool(40)
+    a = alloc.alloc(30)  # pages 1..30; 31..40 stay free
+    alloc.free_page_ids(a[2:6])  # 3..6, staged
+    alloc.free_page_ids(a[10:20][::-1])  # 11..20, staged
+    # An ascending run of 8 and a descending one of 4; 12 pages > the 10 unstaged, so the
+    # adapter merges and sorts first, as alloc would: free = 3..6, 11..20, 31..40.
+    dst = np.array([100, 101, 102, 103, 104, 105, 106, 107, 205, 204, 203, 202], np.int64)
+    stats = adapters.sglang_place_front(alloc, dst)
+    assert stats == dict(bound=2, placed=2, own=6, split=0, fallback=False)
+    got = alloc.alloc(len(dst))
+    assert got.tolist() == [11, 12, 13, 14, 15, 16, 17, 18, 6, 5, 4, 3]
+    assert alloc.free_pages.tolist() == [19, 20, *range(31, 41)]
+    assert len(spans(dst, got.tolist(), direction="either")) == 2
+    with pytest.raises(ValueError, match="window must be at least"):
+        adapters.sglang_place_front(alloc, dst[:4], window=3)
