@@ -23,6 +23,21 @@ pub(crate) trait Sink<X> {
     }
 }
 
+/// A sink whose outputs are a slice: what it added can be reordered (a descending gather
+/// request's segments).
+pub(crate) trait Written<X>: Sink<X> {
+    /// The outputs added through this sink, in order.
+    fn written(&mut self) -> &mut [X];
+    /// Reverses the order of the last `n` outputs added (all of them if fewer).
+    fn reverse_last(&mut self, n: usize) {
+        let all = self.written();
+        let from = all.len().saturating_sub(n);
+        if let Some(tail) = all.get_mut(from..) {
+            tail.reverse();
+        }
+    }
+}
+
 /// A caller's slice, filled from its start.
 pub(crate) struct Slots<'o, X> {
     pub out: &'o mut [X],
@@ -54,6 +69,13 @@ impl<X> Sink<X> for Slots<'_, X> {
     }
 }
 
+impl<X> Written<X> for Slots<'_, X> {
+    fn written(&mut self) -> &mut [X] {
+        let len = self.len.min(self.out.len());
+        self.out.split_at_mut(len).0
+    }
+}
+
 /// A `heapless::Vec`, appended to; counts what this call added.
 #[cfg(feature = "heapless")]
 pub(crate) struct Tail<'o, X, const N: usize> {
@@ -76,6 +98,14 @@ impl<X, const N: usize> Sink<X> for Tail<'_, X, N> {
     }
 }
 
+#[cfg(feature = "heapless")]
+impl<X, const N: usize> Written<X> for Tail<'_, X, N> {
+    fn written(&mut self) -> &mut [X] {
+        let from = self.out.len().saturating_sub(self.added);
+        self.out.get_mut(from..).unwrap_or_default()
+    }
+}
+
 /// A `Vec`, grown as needed; no room means the memory could not be reserved.
 #[cfg(feature = "alloc")]
 impl<X> Sink<X> for alloc::vec::Vec<X> {
@@ -87,5 +117,12 @@ impl<X> Sink<X> for alloc::vec::Vec<X> {
     }
     fn count(&self) -> usize {
         self.len()
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<X> Written<X> for alloc::vec::Vec<X> {
+    fn written(&mut self) -> &mut [X] {
+        self
     }
 }

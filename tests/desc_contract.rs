@@ -373,3 +373,43 @@ fn gather_may_use_the_last_byte_of_the_address_space() {
         assert!(matches!(plan.gather(&Layout::new(&[layer]), 4), Err(Error::Overflow { .. })));
     }
 }
+
+#[test]
+fn gather_over_a_descending_destination_range() {
+    // vLLM's recycled blocks: the destination descends by one throughout, the source only
+    // in part. One remote range (pages 4..=9), filled from page 4 up.
+    let src = [99u32, 98, 97, 50, 20, 21];
+    let dst = [9u32, 8, 7, 6, 5, 4];
+    let layers = [Layer::new(0, 1 << 40, 4096)];
+    let grouper = Grouper::new().direction(corun::Direction::Either);
+    let mut buf = spans(6);
+    let plan = Plan::new(&grouper, &src, &dst, &mut buf).unwrap();
+    let (reqs, sges) = plan.gather(&Layout::new(&layers), 30).unwrap();
+    let page = |p: u64| p * 4096;
+    assert_eq!(
+        reqs,
+        [WorkRequest { dst_addr: (1 << 40) + page(4), len: page(6), first_sge: 0, sge_count: 4 }]
+    );
+    assert_eq!(
+        sges,
+        [
+            Sge { addr: page(21), len: page(1) },
+            Sge { addr: page(20), len: page(1) },
+            Sge { addr: page(50), len: page(1) },
+            Sge { addr: page(97), len: page(3) },
+        ]
+    );
+    // Ascending only: one request per page but the first three (one segment each).
+    let mut buf = spans(6);
+    let plan = Plan::new(&Grouper::new(), &src, &dst, &mut buf).unwrap();
+    assert_eq!(plan.gather(&Layout::new(&layers), 30).unwrap().0.len(), 6);
+    // At most 2 segments per request: pages 9, 8, 7, 6 (two segments), then 5, 4.
+    let mut buf = spans(6);
+    let plan = Plan::new(&grouper, &src, &dst, &mut buf).unwrap();
+    let (reqs, sges) = plan.gather(&Layout::new(&layers), 2).unwrap();
+    assert_eq!(
+        reqs.iter().map(|r| (r.dst_addr - (1 << 40), r.len)).collect::<Vec<_>>(),
+        [(page(6), page(4)), (page(4), page(2))]
+    );
+    assert_eq!(sges[0], Sge { addr: page(50), len: page(1) });
+}

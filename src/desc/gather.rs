@@ -8,7 +8,7 @@ use crate::Index;
 use crate::index::follows_by;
 #[cfg(feature = "heapless")]
 use crate::sink::Tail;
-use crate::sink::{Sink, Slots};
+use crate::sink::{Sink, Slots, Written};
 
 /// One local segment of a work request (an `ibv_sge` without the key).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -52,6 +52,9 @@ struct Planned {
     dst_addr: u64,
     len: u64,
     sges: usize,
+    /// The destination pages descend: the segments, found in input order, fill the range
+    /// from its top, so they are written reversed.
+    down: bool,
 }
 
 impl<T: Index> Plan<'_, T> {
@@ -65,6 +68,15 @@ impl<T: Index> Plan<'_, T> {
     /// segments are open). Requests are greedy, in input order; runs are those of the
     /// plan, but a cut by the grouper's `max_len` does not split a segment (use the byte
     /// cap here).
+    ///
+    /// With [`Direction::Either`](crate::Direction::Either) a request's destination
+    /// pages may also *descend* (its second page sets the way, ascending when both
+    /// hold): pages 9, 8, 7 are one remote range starting at page 7. Its segments are
+    /// then listed in the order that fills that range, from page 7 up, so a source page
+    /// extends a segment when it descends too (source pages 99, 98, 97 are one segment
+    /// at page 97), and the segments come out in reverse input order. (Concurrent runs
+    /// only merge what steps together on both sides; a gather list needs only the
+    /// destination contiguous, which is where vLLM's recycled blocks gain most.)
     ///
     /// The call stops before a request that does not fit whole in both buffers;
     /// `next` resumes there. Errors: the layout checks and [`Error::ZeroMaxSge`]
@@ -142,7 +154,7 @@ impl<T: Index> Plan<'_, T> {
         max_sge: usize,
         start: &Cursor,
         requests: &mut impl Sink<WorkRequest>,
-        sges: &mut impl Sink<Sge>,
+        sges: &mut impl Written<Sge>,
     ) -> Result<GatherWritten, Error> {
         let mut c = *start;
         layout.check()?;
@@ -190,6 +202,9 @@ impl<T: Index> Plan<'_, T> {
                 }
                 self.walk(&g, max_sge, c, |sge| sges.put(sge)).map_err(to_err)?
             };
+            if planned.down {
+                sges.reverse_last(planned.sges);
+            }
             requests.put(WorkRequest {
                 dst_addr: planned.dst_addr,
                 len: planned.len,
@@ -222,6 +237,9 @@ impl<T: Index> Plan<'_, T> {
         let dst_addr = g.dst_addr(d0, 0).map_err(fail(first))?;
         let (mut c, mut bytes, mut count) = (start, 0u64, 0usize);
         let mut open: Option<(usize, Sge)> = None; // (position, segment)
+        // The way the destination pages go, set by the request's second page.
+        let mut down: Option<bool> = None;
+        let mut dst_addr = dst_addr;
         while let Some((pos, left)) = at(c) {
             if left == 0 {
                 c = Cursor { span: c.span + 1, offset: 0, ..c };
@@ -236,13 +254,26 @@ impl<T: Index> Plan<'_, T> {
                 (c.offset > 0 && !self.steps.either)
                     || prev.is_some_and(|p| follows_by(side(&p), side(&(s, d)), step))
             };
+            // Page `pos` steps down from the previous one on `side`.
+            let precedes = |side: fn(&(T, T)) -> T, step: u64| {
+                self.steps.either && prev.is_some_and(|p| follows_by(side(&(s, d)), side(&p), step))
+            };
+            let mut way = down;
             if bytes > 0 {
-                let joins_dst = g.dst_packed && follows(|p| p.1, self.steps.dst);
-                if !joins_dst || cap - bytes < item {
+                let up = down != Some(true) && follows(|p| p.1, self.steps.dst);
+                let goes_down = !up && down != Some(false) && precedes(|p| p.1, self.steps.dst);
+                if !(g.dst_packed && (up || goes_down)) || cap - bytes < item {
                     break;
                 }
+                way = Some(goes_down);
             }
-            let joins_src = bytes > 0 && g.src_packed && follows(|p| p.0, self.steps.src);
+            let joins_src = bytes > 0
+                && g.src_packed
+                && if way == Some(true) {
+                    precedes(|p| p.0, self.steps.src)
+                } else {
+                    follows(|p| p.0, self.steps.src)
+                };
             if !joins_src {
                 if count == max_sge {
                     break;
@@ -252,6 +283,18 @@ impl<T: Index> Plan<'_, T> {
                 }
                 open = Some((pos, Sge { addr: g.src_addr(s, 0).map_err(fail(pos))?, len: 0 }));
                 count += 1;
+            }
+            down = way;
+            if down == Some(true) {
+                // The page joins a descending request: the range starts at its lowest
+                // page, and so does a segment extended downwards.
+                if joins_src {
+                    let a = g.src_addr(s, 0).map_err(fail(pos))?;
+                    if let Some((_, seg)) = open.as_mut() {
+                        seg.addr = a;
+                    }
+                }
+                dst_addr = g.dst_addr(d, 0).map_err(fail(pos))?;
             }
             // Room for at least 1 page: the cap holds one (layout check), and was checked
             // above. The division only for runs of several pages (it is not cheap).
@@ -278,7 +321,7 @@ impl<T: Index> Plan<'_, T> {
         if !end_fits(u128::from(dst_addr), u128::from(bytes)) {
             return Err((Fault::Overflow, first));
         }
-        Ok(Planned { end: c, dst_addr, len: bytes, sges: count })
+        Ok(Planned { end: c, dst_addr, len: bytes, sges: count, down: down == Some(true) })
     }
 }
 

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 
 use super::{follows_by, group_with};
 use crate::desc::{Descriptor, Error, Layer, Layout, Order, Sge, WorkRequest};
-use crate::{Grouper, Index};
+use crate::{Direction, Grouper, Index};
 
 /// The checks every layout gets before anything is written.
 fn check(layout: &Layout<'_>) -> Result<(), Error> {
@@ -158,41 +158,59 @@ pub fn gather<T: Index>(
         return Err(Error::ZeroMaxSge);
     }
     let (ss, ds) = grouper.get_steps();
+    let either = grouper.get_direction() == Direction::Either;
     let (mut requests, mut sges) = (Vec::new(), Vec::<Sge>::new());
     for (layer, l) in layout.layers().iter().enumerate() {
         let item = u128::from(l.item_len);
         let cap = cap_bytes(layout, l);
         let (src_packed, dst_packed) = (packed(l, ss, l.src_stride), packed(l, ds, l.dst_stride));
-        // The open request: (first position, request), and its last segment's position.
-        let mut open: Option<(usize, WorkRequest, usize)> = None;
+        // The open request: (first position, request, its last segment's position, and
+        // whether its destination pages descend: None while it has one page).
+        let mut open: Option<(usize, WorkRequest, usize, Option<bool>)> = None;
         for i in 0..src.len() {
-            let joins = |side: &[T], step| i > 0 && follows_by(side[i - 1], side[i], step);
-            if let Some((_, req, last)) = open.as_mut() {
-                let joins_dst = dst_packed && joins(dst, ds) && u128::from(req.len) + item <= cap;
-                let joins_src = src_packed && joins(src, ss);
+            let mut open_new = false;
+            let up = |side: &[T], step| i > 0 && follows_by(side[i - 1], side[i], step);
+            let down = |side: &[T], step| either && i > 0 && follows_by(side[i], side[i - 1], step);
+            if let Some((_, req, last, way)) = open.as_mut() {
+                let fits = u128::from(req.len) + item <= cap;
+                let dst_up = *way != Some(true) && up(dst, ds);
+                let dst_down = !dst_up && *way != Some(false) && down(dst, ds);
+                let joins_dst = dst_packed && fits && (dst_up || dst_down);
+                let joins_src = src_packed && if dst_down { down(src, ss) } else { up(src, ss) };
+                let fail = |bad| error(bad, layer, i, requests.len());
                 if joins_dst && joins_src {
                     req.len += l.item_len;
                     if let Some(seg) = sges.last_mut() {
                         seg.len += l.item_len;
+                        if dst_down {
+                            // Extended downwards: the segment starts at this page.
+                            seg.addr = addr(l.src_base, src[i], l.src_stride, 0).map_err(fail)?;
+                        }
                     }
-                    continue;
-                }
-                if joins_dst && req.sge_count < max_sge {
+                } else if joins_dst && req.sge_count < max_sge {
                     let seg = sges.last().copied().unwrap_or_default();
                     let p = *last;
                     addr(seg.addr, 0u32, 0, u128::from(seg.len))
                         .map_err(|bad| error(bad, layer, p, requests.len()))?;
-                    let a = addr(l.src_base, src[i], l.src_stride, 0)
-                        .map_err(|bad| error(bad, layer, i, requests.len()))?;
+                    let a = addr(l.src_base, src[i], l.src_stride, 0).map_err(fail)?;
                     sges.push(Sge { addr: a, len: l.item_len });
                     req.len += l.item_len;
                     req.sge_count += 1;
                     *last = i;
+                } else {
+                    open_new = true;
+                }
+                if !open_new {
+                    if dst_down {
+                        // A descending range starts at its lowest page: this one.
+                        req.dst_addr = addr(l.dst_base, dst[i], l.dst_stride, 0).map_err(fail)?;
+                    }
+                    *way = Some(dst_down);
                     continue;
                 }
             }
-            if let Some((first, req, last)) = open.take() {
-                close(&req, &sges, layer, first, last, requests.len())?;
+            if let Some((first, req, last, way)) = open.take() {
+                close(&req, &mut sges, layer, first, last, way == Some(true), requests.len())?;
                 requests.push(req);
             }
             let fail = |bad| error(bad, layer, i, requests.len());
@@ -200,28 +218,35 @@ pub fn gather<T: Index>(
             let src_addr = addr(l.src_base, src[i], l.src_stride, 0).map_err(fail)?;
             let first_sge = sges.len();
             sges.push(Sge { addr: src_addr, len: l.item_len });
-            open = Some((i, WorkRequest { dst_addr, len: l.item_len, first_sge, sge_count: 1 }, i));
+            let req = WorkRequest { dst_addr, len: l.item_len, first_sge, sge_count: 1 };
+            open = Some((i, req, i, None));
         }
-        if let Some((first, req, last)) = open.take() {
-            close(&req, &sges, layer, first, last, requests.len())?;
+        if let Some((first, req, last, way)) = open.take() {
+            close(&req, &mut sges, layer, first, last, way == Some(true), requests.len())?;
             requests.push(req);
         }
     }
     Ok((requests, sges))
 }
 
-/// The end checks of a finished request: its last segment, then its destination range.
+/// The end checks of a finished request: its last segment, then its destination range;
+/// a descending request's segments are then put in the order that fills its range.
+#[allow(clippy::too_many_arguments)]
 fn close(
     req: &WorkRequest,
-    sges: &[Sge],
+    sges: &mut [Sge],
     layer: usize,
     first: usize,
     last: usize,
+    down: bool,
     written: usize,
 ) -> Result<(), Error> {
     let seg = sges.last().copied().unwrap_or_default();
     addr(seg.addr, 0u32, 0, u128::from(seg.len)).map_err(|bad| error(bad, layer, last, written))?;
     addr(req.dst_addr, 0u32, 0, u128::from(req.len))
         .map_err(|bad| error(bad, layer, first, written))?;
+    if down {
+        sges[req.first_sge..].reverse();
+    }
     Ok(())
 }

@@ -281,6 +281,49 @@ fn valid(r: &Result<corun::desc::Written, Error>) -> usize {
     }
 }
 
+/// What a list of work requests moves, page by page: (source address, destination
+/// address) of each item, sorted. Each request's segments fill its destination range in
+/// order; requests are layer-major, `n` pages per layer.
+fn moved(reqs: &[WorkRequest], sges: &[Sge], layout: &Layout<'_>, n: usize) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let (mut layer, mut done) = (0, 0);
+    for r in reqs {
+        let item = layout.layers()[layer].item_len;
+        let mut at = r.dst_addr;
+        for s in &sges[r.first_sge..r.first_sge + r.sge_count] {
+            assert_eq!(s.len % item, 0, "a segment of whole items");
+            for k in 0..s.len / item {
+                out.push((s.addr + k * item, at));
+                at = at.wrapping_add(item); // past the last item it may reach 2^64
+            }
+        }
+        done += (r.len / item) as usize;
+        if done == n {
+            (layer, done) = (layer + 1, 0);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The (source, destination) address of every page of every layer, sorted.
+fn pages<T: super::TestIndex>(src: &[T], dst: &[T], layout: &Layout<'_>) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for l in layout.layers() {
+        for (s, d) in src.iter().zip(dst) {
+            let at = |base: u64, i: i128, stride: u64| {
+                u64::try_from(i128::from(base) + i * i128::from(stride)).unwrap()
+            };
+            out.push((
+                at(l.src_base, s.wide(), l.src_stride),
+                at(l.dst_base, d.wide(), l.dst_stride),
+            ));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 /// Gather lists: every form against the reference, one shot and resumed.
 pub fn check_gather<T: super::TestIndex>(
     grouper: &Grouper,
@@ -315,6 +358,11 @@ fn check_gather_one<T: super::TestIndex>(
         assert!(r.sge_count >= 1 && r.sge_count <= max_sge);
         assert_eq!(r.len, sges.iter().map(|s| s.len).sum::<u64>(), "request length");
     }
+    assert_eq!(
+        moved(&want_reqs, &want_sges, layout, src.len()),
+        pages(src, dst, layout),
+        "the requests must move every page of every layer to its destination"
+    );
 
     // Resumed through small buffers, slices and heapless (3 requests, 64 segments) in
     // turn; `first_sge` is relative to each call's buffer.
