@@ -28,6 +28,14 @@ still zero, then clears the pages for the next way.
 
     python python/e2e.py            # N = 2,048 and 16,384 pages, every workload, both engines
     python python/e2e.py --quick    # N = 256, a pool of 1,024 pages: seconds
+    python python/e2e.py --replay 40   # 40 requests per allocator from replay.py, every way
+
+With ``--replay`` the requests come from the real allocators (``replay.py``: vLLM 0.33's
+free queue, SGLang's paged allocator) and move in the ways of issue 22 and 23 side by side
+(ascending, either-direction, order-free, placed), each request verified; the last lines,
+one per engine and allocator:
+``e2e-replay engine=<name> allocator=<vllm|sglang> requests=<n> verified=yes asc=<d>/<ms>ms
+either=<d>/<ms>ms orderfree=<d>/<ms>ms placed=<d>/<ms>ms``.
 
 The last lines, one per engine and workload:
 ``e2e engine=<name> workload=<name> pages=<N> verified=yes corun_ms=<x> sglang_ms=<y> per_page_ms=<z>``
@@ -457,6 +465,72 @@ def run(engine_name, sizes, names, page_bytes, rounds, limit, report):
     return rows
 
 
+# --- replayed requests ----------------------------------------------------------------
+
+# The replay's pools for the end-to-end run (a pool of 3,000 pages of 256 B in 128 buffers
+# is 98 MB a side), and its workload: 16-token pages at 80% occupancy, no decode growth.
+REPLAY_POOLS = (2000, 3000)
+REPLAY_WAYS = ("asc", "either", "orderfree", "placed")
+REPLAY_WARM = 300
+
+
+def replayed(engine_name, allocator, requests, page_bytes, limit, report):
+    """Requests replayed through the real allocators (``replay.py``) moved through one
+    engine, every way side by side, each request verified by the decode side: ``asc`` and
+    ``either`` (the allocator's own pages, ascending or either-direction runs),
+    ``orderfree`` (sorted by destination first) and ``placed`` (the second side's pages
+    placed against the first side's, ``corun.adapters``). Returns ``{way: (descriptors per
+    buffer, seconds)}`` over all requests."""
+    import replay as rp
+
+    w = rp.Workload("p16-occ80-g0", 16, 0.8, 0.0, 0.3)
+    # The requests after REPLAY_WARM others, when the pools have turned over.
+    own = rp.replay(allocator, w, REPLAY_WARM + requests, *REPLAY_POOLS).lists[-requests:]
+    placed = rp.replay(allocator, w, REPLAY_WARM + requests, *REPLAY_POOLS, window=None).lists[-requests:]
+    s = Session(engine_name, max(REPLAY_POOLS) + 1, page_bytes)
+    out = {}
+    try:
+        if engine_name == "nixl" and s.engine.prepped is None:
+            s.engine.prep(s.remote_base, s.pool)
+        # Warm up the connection with the first request, unmeasured.
+        src, dst = (a.astype(np.int64) for a in own[0])
+        d = corun.transfer_descriptors(src, dst, s.src_bases, s.dst_bases, s.item_lens,
+                                       form="nixl" if engine_name == "nixl" else "lists")
+        if engine_name == "nixl":
+            s.engine.xfer(*d, "warm-up")
+        else:
+            post_sampled(s, d, {}, limit)
+        s.check(src, dst)
+        for way in REPLAY_WAYS:
+            lists = placed if way == "placed" else own
+            direction = "ascending" if way == "asc" else "either"
+            count, seconds = 0, 0.0
+            for src, dst in lists:
+                src, dst = src.astype(np.int64), dst.astype(np.int64)
+                s.check_pages(src, dst)
+                p = {}
+                if way == "orderfree":
+                    src, dst = timed(p, "grouping", lambda: corun.sort_by_destination(src, dst))
+                form = "nixl" if engine_name == "nixl" else "lists"
+                d = timed(p, "descriptors", lambda: corun.transfer_descriptors(
+                    src, dst, s.src_bases, s.dst_bases, s.item_lens, form=form, direction=direction))
+                if engine_name == "nixl":
+                    t = time.perf_counter()
+                    s.engine.xfer(*d, f"{way} way")
+                    p["transfer"] = time.perf_counter() - t
+                    sent = BUFFERS
+                else:
+                    sent = post_sampled(s, d, p, limit)
+                s.check(src, dst, sent)
+                count += len(d[0]) // BUFFERS
+                seconds += total(p)
+            out[way] = (count, seconds)
+            report(f"| {engine_name} | {allocator} | {len(lists)} | {way} | {count:,} | {seconds * 1e3:.1f} |")
+    finally:
+        s.close()
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="N = 256: seconds")
@@ -468,7 +542,12 @@ def main(argv=None):
     ap.add_argument("--sample-over", type=int, default=150_000,
                     help="Mooncake ways with more descriptors send only the first buffers' "
                          "and scale the transfer time")
+    ap.add_argument("--replay", type=int, metavar="REQUESTS", default=None,
+                    help="move this many replayed requests per allocator (replay.py) every way "
+                         "instead of the synthetic workloads (default with --quick: 8)")
     args = ap.parse_args(argv)
+    if args.replay is not None:
+        return main_replay(args)
     sizes = args.pages or ([256] if args.quick else [2048, 16384])
     print(f"KV pool: {LAYERS} layers x (K, V) = {BUFFERS} buffers, pool of 4N pages of "
           f"{args.page_bytes} B each side; Mooncake batches of {MOONCAKE_BATCH}; times in ms\n")
@@ -484,6 +563,25 @@ def main(argv=None):
             print(f"e2e engine={engine} workload={name} pages={n} verified=yes "
                   f"corun_ms={c:.1f} sglang_ms={sg:.1f} per_page_ms={pp:.1f}")
     return rows
+
+
+def main_replay(args):
+    print(f"Replayed requests (replay.py, p16-occ80-g0, pools of {REPLAY_POOLS[0]} prefill and "
+          f"{REPLAY_POOLS[1]} decode pages of {args.page_bytes} B in {BUFFERS} buffers), every "
+          f"request verified; descriptors per buffer, times in ms for all requests\n")
+    print("| engine | allocator | requests | way | descriptors | total ms |")
+    print("|---|---|---|---|---|---|")
+    lines = []
+    for engine in args.engines:
+        for allocator in ("vllm", "sglang"):
+            got = replayed(engine, allocator, args.replay, args.page_bytes, args.sample_over,
+                           lambda line: print(line, flush=True))
+            lines.append(f"e2e-replay engine={engine} allocator={allocator} requests={args.replay} "
+                         "verified=yes " + " ".join(f"{k}={c}/{t * 1e3:.1f}ms" for k, (c, t) in got.items()))
+    print()
+    for line in lines:
+        print(line)
+    return lines
 
 
 if __name__ == "__main__":

@@ -100,3 +100,24 @@ def test_a_peer_that_is_gone_is_an_error_not_a_hang(session, monkeypatch):
     corun_way = next(w for k, w in ways.items() if k.startswith("corun"))
     with pytest.raises(e2e.TransferError, match="to (127.0.0.1:[0-9]+|decode)"):
         corun_way()
+
+
+@pytest.mark.parametrize("name", ["mooncake", "nixl"])
+def test_replayed_requests_every_way_verified(name):
+    # Requests from the real allocators (vLLM's free queue, SGLang's allocator port), every
+    # way, each request checked by the decode side (a failed check raises).
+    import replay
+
+    try:
+        replay.vllm_classes()
+    except ImportError:
+        if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
+            raise
+        pytest.skip("vLLM 0.33 not installed")
+    lines = []
+    got = e2e.replayed(engine(name), "vllm", 4, page_bytes=64, limit=10**9, report=lines.append)
+    assert list(got) == list(e2e.REPLAY_WAYS) and len(lines) == 4
+    asc, either, orderfree, placed = (got[w][0] for w in e2e.REPLAY_WAYS)
+    # vLLM's recycled blocks: either-direction runs merge what ascending runs cannot, and
+    # placement pairs the decode side's pages with prefill's runs.
+    assert placed < either <= asc and orderfree <= asc
