@@ -106,7 +106,7 @@ fn the_rule_by_example() {
     let first = [9u32, 8, 7, 20, 21, 5];
     let free = [40u32, 61, 60, 59, 30, 31, 32, 33, 99];
     let (mut chosen, mut rest) = ([0; 6], [0; 3]);
-    let mut scratch = vec![0; place_scratch_len(6)];
+    let mut scratch = vec![0; place_scratch_len(6, 9)];
     let p = place(&first, &free, Direction::Either, &mut chosen, &mut rest, &mut scratch).unwrap();
     // [40] holds only the single page; [61, 60, 59] the run of 3 (going down, as [9, 8, 7]);
     // the run of 2 the front of [30..33].
@@ -120,7 +120,7 @@ fn split_when_no_extent_holds_a_run() {
     let first = [1u64, 2, 3, 4];
     let free = [10u64, 11, 50, 51, 52, 7];
     let (mut chosen, mut rest) = ([0; 4], [0; 2]);
-    let mut scratch = vec![0; place_scratch_len(4)];
+    let mut scratch = vec![0; place_scratch_len(4, 6)];
     let p = place(&first, &free, Direction::Either, &mut chosen, &mut rest, &mut scratch).unwrap();
     // No extent holds 4 pages; the run is split over the list in order: [10, 11], [50, 51].
     assert_eq!((chosen, rest), ([10, 11, 50, 51], [52, 7]));
@@ -131,7 +131,7 @@ fn split_when_no_extent_holds_a_run() {
 fn errors_name_the_buffer() {
     let first = [1u32, 2, 3];
     let free = [5u32, 6, 7, 8];
-    let mut s = vec![0; place_scratch_len(3)];
+    let mut s = vec![0; place_scratch_len(3, 4)];
     let d = Direction::Either;
     assert_eq!(
         place(&first, &free[..2], d, &mut [0; 3], &mut [], &mut s),
@@ -146,8 +146,8 @@ fn errors_name_the_buffer() {
         Err(Error::BufferLength { buffer: "rest", needed: 1, len: 2 })
     );
     assert_eq!(
-        place(&first, &free, d, &mut [0; 3], &mut [0; 1], &mut s[..14]),
-        Err(Error::BufferLength { buffer: "scratch", needed: 15, len: 14 })
+        place(&first, &free, d, &mut [0; 3], &mut [0; 1], &mut s[..19]),
+        Err(Error::BufferLength { buffer: "scratch", needed: 20, len: 19 })
     );
     assert_eq!(
         Error::BufferLength { buffer: "rest", needed: 1, len: 2 }.to_string(),
@@ -161,6 +161,7 @@ fn errors_name_the_buffer() {
 
 #[test]
 fn scratch_len_saturates() {
-    assert_eq!(place_scratch_len(usize::MAX), usize::MAX);
-    assert_eq!(place_scratch_len(4), 20);
+    assert_eq!(place_scratch_len(usize::MAX, 0), usize::MAX);
+    assert_eq!(place_scratch_len(1, usize::MAX), usize::MAX);
+    assert_eq!(place_scratch_len(4, 10), 36);
 }

@@ -73,7 +73,7 @@ typedef enum {
   CORUN_ERR_TOO_LONG = 5,
   /**
    * A scratch buffer is too small: the span scratch cannot hold every run (size it
-   * with `corun_count_runs_*`), or placement's is under `corun_place_scratch_len(n)`.
+   * with `corun_count_runs_*`), or placement's is under `corun_place_scratch_len(n, free_len)`.
    */
   CORUN_ERR_SCRATCH_TOO_SMALL = 6,
   /**
@@ -385,9 +385,10 @@ const char *corun_version(void);
 
 /**
  * The number of `size_t` words of scratch that `corun_place_*` needs for a request of
- * `n` pages (`5 * n`, saturating at `SIZE_MAX`).
+ * `n` pages from a free list of `free_len` pages (`4 * n + 2 * free_len`, saturating at
+ * `SIZE_MAX`).
  */
-size_t corun_place_scratch_len(size_t n);
+size_t corun_place_scratch_len(size_t n, size_t free_len);
 
 /**
  * A static, NUL-terminated description of a status code (never NULL; any int is
@@ -404,12 +405,12 @@ const char *corun_strerror(int32_t status);
  * elements), and `rest`, the free list without the chosen pages in its order
  * (`free_len - n` elements). The rule: the first side's runs (`direction`:
  * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
- * first stretch of the free list (stepping by +1 or -1) with room for it, written in
- * the run's direction; runs that fit nowhere are split over the pages still free;
+ * stretch of the free list (stepping by +1 or -1) with the least room that holds
+ * it (the earliest on ties), written in the run's direction; runs that fit nowhere are split over the pages still free;
  * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
  * better. `*placement` (zeroed first) says what it did. Errors:
  * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
- * (`scratch_len < corun_place_scratch_len(n)`), `CORUN_ERR_INVALID_ARGUMENT`
+ * (`scratch_len < corun_place_scratch_len(n, free_len)`), `CORUN_ERR_INVALID_ARGUMENT`
  * (`direction`), and the pointer errors; nothing is written but `*placement`.
  *
  * # Safety
@@ -559,12 +560,12 @@ corun_status corun_gather_u32(const uint32_t *src,
  * elements), and `rest`, the free list without the chosen pages in its order
  * (`free_len - n` elements). The rule: the first side's runs (`direction`:
  * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
- * first stretch of the free list (stepping by +1 or -1) with room for it, written in
- * the run's direction; runs that fit nowhere are split over the pages still free;
+ * stretch of the free list (stepping by +1 or -1) with the least room that holds
+ * it (the earliest on ties), written in the run's direction; runs that fit nowhere are split over the pages still free;
  * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
  * better. `*placement` (zeroed first) says what it did. Errors:
  * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
- * (`scratch_len < corun_place_scratch_len(n)`), `CORUN_ERR_INVALID_ARGUMENT`
+ * (`scratch_len < corun_place_scratch_len(n, free_len)`), `CORUN_ERR_INVALID_ARGUMENT`
  * (`direction`), and the pointer errors; nothing is written but `*placement`.
  *
  * # Safety
@@ -714,12 +715,12 @@ corun_status corun_gather_u64(const uint64_t *src,
  * elements), and `rest`, the free list without the chosen pages in its order
  * (`free_len - n` elements). The rule: the first side's runs (`direction`:
  * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
- * first stretch of the free list (stepping by +1 or -1) with room for it, written in
- * the run's direction; runs that fit nowhere are split over the pages still free;
+ * stretch of the free list (stepping by +1 or -1) with the least room that holds
+ * it (the earliest on ties), written in the run's direction; runs that fit nowhere are split over the pages still free;
  * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
  * better. `*placement` (zeroed first) says what it did. Errors:
  * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
- * (`scratch_len < corun_place_scratch_len(n)`), `CORUN_ERR_INVALID_ARGUMENT`
+ * (`scratch_len < corun_place_scratch_len(n, free_len)`), `CORUN_ERR_INVALID_ARGUMENT`
  * (`direction`), and the pointer errors; nothing is written but `*placement`.
  *
  * # Safety
@@ -869,12 +870,12 @@ corun_status corun_gather_i32(const int32_t *src,
  * elements), and `rest`, the free list without the chosen pages in its order
  * (`free_len - n` elements). The rule: the first side's runs (`direction`:
  * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
- * first stretch of the free list (stepping by +1 or -1) with room for it, written in
- * the run's direction; runs that fit nowhere are split over the pages still free;
+ * stretch of the free list (stepping by +1 or -1) with the least room that holds
+ * it (the earliest on ties), written in the run's direction; runs that fit nowhere are split over the pages still free;
  * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
  * better. `*placement` (zeroed first) says what it did. Errors:
  * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
- * (`scratch_len < corun_place_scratch_len(n)`), `CORUN_ERR_INVALID_ARGUMENT`
+ * (`scratch_len < corun_place_scratch_len(n, free_len)`), `CORUN_ERR_INVALID_ARGUMENT`
  * (`direction`), and the pointer errors; nothing is written but `*placement`.
  *
  * # Safety

@@ -391,10 +391,11 @@ pub extern "C" fn corun_version() -> *const c_char {
 }
 
 /// The number of `size_t` words of scratch that `corun_place_*` needs for a request of
-/// `n` pages (`5 * n`, saturating at `SIZE_MAX`).
+/// `n` pages from a free list of `free_len` pages (`4 * n + 2 * free_len`, saturating at
+/// `SIZE_MAX`).
 #[unsafe(no_mangle)]
-pub extern "C" fn corun_place_scratch_len(n: usize) -> usize {
-    corun::place_scratch_len(n)
+pub extern "C" fn corun_place_scratch_len(n: usize, free_len: usize) -> usize {
+    corun::place_scratch_len(n, free_len)
 }
 
 /// A static, NUL-terminated description of a status code (never NULL; any int is
@@ -416,12 +417,12 @@ macro_rules! typed {
         /// elements), and `rest`, the free list without the chosen pages in its order
         /// (`free_len - n` elements). The rule: the first side's runs (`direction`:
         /// `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
-        /// first stretch of the free list (stepping by +1 or -1) with room for it, written in
-        /// the run's direction; runs that fit nowhere are split over the pages still free;
+        /// stretch of the free list (stepping by +1 or -1) with the least room that holds
+        /// it (the earliest on ties), written in the run's direction; runs that fit nowhere are split over the pages still free;
         /// the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
         /// better. `*placement` (zeroed first) says what it did. Errors:
         /// `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
-        /// (`scratch_len < corun_place_scratch_len(n)`), `CORUN_ERR_INVALID_ARGUMENT`
+        /// (`scratch_len < corun_place_scratch_len(n, free_len)`), `CORUN_ERR_INVALID_ARGUMENT`
         /// (`direction`), and the pointer errors; nothing is written but `*placement`.
         ///
         /// # Safety

@@ -83,7 +83,7 @@ statuses! {
     /// A length is too large for the address space (`len * sizeof(T) > PTRDIFF_MAX`).
     CORUN_ERR_TOO_LONG = 5 => c"a buffer length is too large for the address space",
     /// A scratch buffer is too small: the span scratch cannot hold every run (size it
-    /// with `corun_count_runs_*`), or placement's is under `corun_place_scratch_len(n)`.
+    /// with `corun_count_runs_*`), or placement's is under `corun_place_scratch_len(n, free_len)`.
     CORUN_ERR_SCRATCH_TOO_SMALL = 6 => c"a scratch buffer is too small",
     /// A layer has `item_len == 0` (`corun_written.error_layer` names it).
     CORUN_ERR_ZERO_ITEM_LEN = 7 => c"a layer has an item length of 0",

@@ -490,11 +490,11 @@ static void test_place(void) {
     const int64_t want_chosen[6] = {61, 60, 59, 30, 31, 40};
     const int64_t want_rest[3] = {32, 33, 99};
     int64_t chosen[6], rest[3];
-    size_t scratch[30];
+    size_t scratch[42];
     corun_placement p;
-    CHECK(corun_place_scratch_len(6) == 30);
-    CHECK(corun_place_scratch_len(SIZE_MAX) == SIZE_MAX);
-    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, rest, scratch, 30, &p) ==
+    CHECK(corun_place_scratch_len(6, 9) == 42);
+    CHECK(corun_place_scratch_len(SIZE_MAX, 0) == SIZE_MAX);
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, rest, scratch, 42, &p) ==
           CORUN_OK);
     CHECK(memcmp(chosen, want_chosen, sizeof chosen) == 0);
     CHECK(memcmp(rest, want_rest, sizeof rest) == 0);
@@ -502,20 +502,20 @@ static void test_place(void) {
     /* The other index types share the body: one call each. */
     const uint32_t f32[3] = {3, 4, 5}, r32[4] = {9, 10, 11, 12};
     uint32_t c32[3], rest32[1];
-    CHECK(corun_place_u32(f32, 3, r32, 4, CORUN_ASCENDING, c32, rest32, scratch, 15, &p) ==
+    CHECK(corun_place_u32(f32, 3, r32, 4, CORUN_ASCENDING, c32, rest32, scratch, 20, &p) ==
           CORUN_OK && p.fallback == 1 && c32[0] == 9 && rest32[0] == 12);
     /* Errors: *placement is zeroed first, nothing else is written. */
     p.placed = 99;
-    CHECK(corun_place_i64(first, 6, free_list, 5, CORUN_EITHER, chosen, rest, scratch, 30, &p) ==
+    CHECK(corun_place_i64(first, 6, free_list, 5, CORUN_EITHER, chosen, rest, scratch, 42, &p) ==
           CORUN_ERR_NOT_ENOUGH_FREE && p.placed == 0);
     p.placed = 99;
-    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, rest, scratch, 29, &p) ==
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, rest, scratch, 41, &p) ==
           CORUN_ERR_SCRATCH_TOO_SMALL && p.placed == 0);
-    CHECK(corun_place_i64(first, 6, free_list, 9, 7, chosen, rest, scratch, 30, &p) ==
+    CHECK(corun_place_i64(first, 6, free_list, 9, 7, chosen, rest, scratch, 42, &p) ==
           CORUN_ERR_INVALID_ARGUMENT);
-    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, chosen + 2, scratch, 30,
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, chosen + 2, scratch, 42,
                           &p) == CORUN_ERR_OVERLAP);
-    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, NULL, rest, scratch, 30, &p) ==
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, NULL, rest, scratch, 42, &p) ==
           CORUN_ERR_NULL);
     CHECK(strcmp(corun_strerror(CORUN_ERR_NOT_ENOUGH_FREE),
                  "the free list holds fewer pages than the request") == 0);

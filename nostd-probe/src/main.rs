@@ -150,7 +150,7 @@ fn all<T: Index + From<u8>>(ok: &mut impl FnMut(bool) -> Result<(), i32>) -> Res
     for (f, &s) in free.iter_mut().zip(src.iter().rev()) {
         *f = s;
     }
-    let (mut chosen, mut rest, mut scratch) = ([T::MIN; 100], [T::MIN; 100], [0; 500]);
+    let (mut chosen, mut rest, mut scratch) = ([T::MIN; 100], [T::MIN; 100], [0; 800]);
     let first = src.get(..black_box(100)).unwrap_or_default();
     let placed =
         corun::place(first, &free, corun::Direction::Either, &mut chosen, &mut rest, &mut scratch);

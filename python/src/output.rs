@@ -141,8 +141,8 @@ pub fn placed<'py, T: Element + ::corun::Index>(
     let (chosen, rest) =
         (array1::<T>(py, n, "the chosen pages")?, array1::<T>(py, left, "the pages left free")?);
     let mut scratch =
-        errors::try_vec::<usize>(::corun::place_scratch_len(n), "placement's scratch")?;
-    scratch.resize(::corun::place_scratch_len(n), 0);
+        errors::try_vec::<usize>(::corun::place_scratch_len(n, free.len()), "placement's scratch")?;
+    scratch.resize(::corun::place_scratch_len(n, free.len()), 0);
     let p = {
         let (mut cw, mut rw) = (chosen.readwrite(), rest.readwrite());
         ::corun::place(first, free, direction, cw.as_slice_mut()?, rw.as_slice_mut()?, &mut scratch)

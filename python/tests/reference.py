@@ -77,8 +77,9 @@ def reference_descriptors(src, dst, src_bases, dst_bases, item_lens, max_bytes=N
 def reference_place(first, free, direction="either"):
     """``place``: (chosen, rest, stats), from the rule in its docs, a page at a time.
     Runs of ``first`` (``spans`` of first with itself) longest first, ties by position;
-    extents are stretches of ``free`` in list order stepping by +1 or -1; each extent, in
-    order, takes from its front the longest runs that fit; runs that fit nowhere take the
+    extents are stretches of ``free`` in list order stepping by +1 or -1; each run goes to
+    the front of the extent with the least room that holds it (the earliest on ties); runs
+    that fit nowhere take the
     unused pages in list order, a stretch at a time; each piece is written in its run's
     direction; the allocator's own choice ``free[:n]`` unless placing is strictly better."""
     f, fr = [int(v) for v in first], [int(v) for v in free]
@@ -100,17 +101,14 @@ def reference_place(first, free, direction="either"):
         for p in at:
             used[p] = True
 
-    for pos, length in spans(fr, fr, direction="either"):
-        if all(done_run):
-            break
-        off = 0
-        while True:
-            k = next((k for k, r in enumerate(runs) if not done_run[k] and r[1] <= length - off), None)
-            if k is None:
-                break
-            s, ln = runs[k]
-            give(s, list(range(pos + off, pos + off + ln)))
-            done_run[k], off = True, off + ln
+    extents = [[pos, length] for pos, length in spans(fr, fr, direction="either")]  # front, room
+    for k, (s, ln) in enumerate(runs):
+        fits = [e for e in extents if e[1] >= ln]
+        if fits:
+            e = min(fits, key=lambda e: (e[1], e[0]))
+            give(s, list(range(e[0], e[0] + ln)))
+            e[0], e[1] = e[0] + ln, e[1] - ln
+            done_run[k] = True
     split = 0
     for k, (s, ln) in enumerate(runs):
         if done_run[k]:

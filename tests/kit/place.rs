@@ -48,10 +48,10 @@ pub struct Placed<T> {
     pub fallback: bool,
 }
 
-/// The rule, written out: runs longest first; extents (stretches of the list stepping by
-/// +1 or -1) in list order, each filled from its front with the longest runs that fit;
-/// leftovers split over the unused pages in list order; the allocator's own choice unless
-/// that is strictly worse.
+/// The rule, written out: runs longest first, each into the extent (a stretch of the list
+/// stepping by +1 or -1) with the least room that holds it, from its front; leftovers
+/// split over the unused pages in list order; the allocator's own choice unless that is
+/// strictly worse.
 pub fn reference<T: TestIndex>(first: &[T], free: &[T], either: bool) -> Placed<T> {
     let n = first.len();
     assert!(free.len() >= n);
@@ -74,17 +74,19 @@ pub fn reference<T: TestIndex>(first: &[T], free: &[T], either: bool) -> Placed<
             used[p] = true;
         }
     };
+    // Each run, longest first, into the stretch with the least room that holds it (the
+    // earliest on ties), from the front of what is left of it.
+    let mut extents: Vec<(usize, usize)> = pair_runs(free, free, true); // (front, room)
     let mut placed_run = vec![false; runs.len()];
-    for (pos, len) in pair_runs(free, free, true) {
-        if placed_run.iter().all(|&p| p) {
-            break;
-        }
-        let mut off = 0;
-        while let Some(k) = (0..runs.len()).find(|&k| !placed_run[k] && runs[k].1 <= len - off) {
-            let (s, l) = runs[k];
-            give(s, &(pos + off..pos + off + l).collect::<Vec<_>>(), &mut used);
+    for (k, &(s, l)) in runs.iter().enumerate() {
+        let best = (0..extents.len())
+            .filter(|&x| extents[x].1 >= l)
+            .min_by_key(|&x| (extents[x].1, extents[x].0));
+        if let Some(x) = best {
+            let (at, room) = extents[x];
+            give(s, &(at..at + l).collect::<Vec<_>>(), &mut used);
+            extents[x] = (at + l, room - l);
             placed_run[k] = true;
-            off += l;
         }
     }
     let mut split = 0;
@@ -143,13 +145,13 @@ pub fn check_place<T: TestIndex>(first: &[T], free: &[T]) {
         let n = first.len();
         if free.len() < n {
             let e =
-                place(first, free, direction, &mut vec![T::MIN; n], &mut [], &mut vec![0; 5 * n]);
+                place(first, free, direction, &mut vec![T::MIN; n], &mut [], &mut vec![0; 9 * n]);
             assert_eq!(e, Err(corun::Error::NotEnoughFree { pages: n, free: free.len() }));
             continue;
         }
         let mut chosen = vec![T::MIN; n];
         let mut rest = vec![T::MIN; free.len() - n];
-        let mut scratch = vec![usize::MAX; place_scratch_len(n)];
+        let mut scratch = vec![usize::MAX; place_scratch_len(n, free.len())];
         let got: Placement = place(first, free, direction, &mut chosen, &mut rest, &mut scratch)
             .unwrap_or_else(|e| panic!("place failed: {e}"));
 
