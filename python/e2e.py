@@ -586,7 +586,8 @@ def main_replay(args):
 
 if __name__ == "__main__":
     if "--quick" not in sys.argv:
-        results.tee("e2e.txt")  # the report also goes to results/<machine>/<run>/
+        # The report also goes to results/<machine>/<run>/.
+        results.tee("e2e-replay.txt" if "--replay" in sys.argv else "e2e.txt")
     main()
     # NIXL 1.5's native teardown at interpreter exit crashes the process (SIGSEGV, after
     # Python's own finalisation; releasing its handles, peer and registration first did
