@@ -14,7 +14,9 @@
 //! Elements/ns counts positions (one src and one dst index each) per nanosecond. "span
 //! writes" reads both arrays and writes a span per position, comparing nothing: the least
 //! any `group_into` does on singletons (see `benches/workloads`). The last line is a
-//! one-line summary: corun against the reference and the floor (medians).
+//! one-line summary: corun against the reference and the floor (medians). Below the main
+//! table: strided grouping against unit steps, and the either-direction scan against the
+//! ascending one and the floor, on the workloads and on them reversed.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -222,6 +224,62 @@ fn strided(o: &Options) {
     }
 }
 
+/// The either-direction scan (`Direction::Either`) against the ascending one and the read
+/// floor, on the same workloads and on them reversed (every run descends): what merging
+/// vLLM's recycled blocks costs.
+fn either(o: &Options) {
+    let (len, rounds, min) = if o.quick {
+        (4096, 3, Duration::from_micros(200))
+    } else {
+        (65_536, 15, Duration::from_millis(5))
+    };
+    let grouper = corun::Grouper::new().direction(corun::Direction::Either);
+    println!(
+        "\neither-direction grouping, u32, {len} positions: elements/ns, medians of {rounds} rounds\n"
+    );
+    println!(
+        "| structure | ascending | either | either, runs descending | floor | either/floor | descending/floor | either/ascending |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let structures =
+        [Structure::NoBreaks, Structure::Mean(256), Structure::Mean(16), Structure::Singletons];
+    for s in structures {
+        let (src, dst) = workloads::make_u32(len, s, 42);
+        let (rs, rd): (Vec<u32>, Vec<u32>) =
+            (src.iter().rev().copied().collect(), dst.iter().rev().copied().collect());
+        let n = corun::count_runs(&src, &dst).unwrap();
+        assert_eq!(grouper.count_runs(&rs, &rd), Ok(n), "reversed: the same runs, descending");
+        let mut out = vec![Span::default(); n];
+        let mut samples: [Vec<f64>; 4] = Default::default();
+        let reps = (min.as_nanos() as usize / len.max(1)).max(1) * 4;
+        for _ in 0..rounds {
+            for (k, samples) in samples.iter_mut().enumerate() {
+                let t = Instant::now();
+                for _ in 0..reps {
+                    match k {
+                        0 => drop(black_box(corun::group_into(&src, &dst, &mut out).unwrap())),
+                        1 => drop(black_box(grouper.group_into(&src, &dst, &mut out).unwrap())),
+                        2 => drop(black_box(grouper.group_into(&rs, &rd, &mut out).unwrap())),
+                        _ => drop(black_box(u32::floor(&src, &dst))),
+                    }
+                }
+                samples.push(len as f64 * reps as f64 / t.elapsed().as_nanos() as f64);
+            }
+        }
+        let [asc, eit, desc, floor] = samples.map(|mut v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        });
+        println!(
+            "| {} | {asc:.2} | {eit:.2} | {desc:.2} | {floor:.2} | {:.2}x | {:.2}x | {:.2}x |",
+            s.name(),
+            eit / floor,
+            desc / floor,
+            eit / asc
+        );
+    }
+}
+
 fn main() {
     let o = options();
     let summary = if o.u64 {
@@ -229,6 +287,7 @@ fn main() {
     } else {
         let summary = report::<u32>(&o, workloads::make_u32);
         strided(&o);
+        either(&o);
         summary
     };
     // The last line, whatever else is printed: one summary.

@@ -268,9 +268,13 @@ impl<'a, T: Index> Scan<'a, T> {
     /// Break bits of one block for the either-direction scan (see the module docs), the
     /// pairs past `valid` cut off; carries the last pair's turn to the next block.
     fn turn_bits(&mut self, block: [&[T; BLOCK]; 4], valid: u64) -> u64 {
-        let up_bad = block_bits(block, &self.steps) & valid;
-        let up = !up_bad & valid;
-        let down = if up_bad == 0 { 0 } else { !down_bits(block, &self.steps) & valid & !up };
+        let (up, down) = if valid == u64::MAX && down_block(block, &self.steps) {
+            (0, valid)
+        } else {
+            let up_bad = block_bits(block, &self.steps) & valid;
+            let up = !up_bad & valid;
+            (up, if up_bad == 0 { 0 } else { !down_bits(block, &self.steps) & valid & !up })
+        };
         let prev_up = (up << 1) | u64::from(self.last == Turn::Up);
         let prev_down = (down << 1) | u64::from(self.last == Turn::Down);
         let mut turns = (up & prev_down) | (down & prev_up);
@@ -291,6 +295,38 @@ impl<'a, T: Index> Scan<'a, T> {
         };
         breaks
     }
+}
+
+/// Whether every pair of a full block steps *down* by the step on both sides, with no wrap:
+/// one descending run through the block (vLLM's recycled blocks), found as
+/// [`block_bits`] finds an ascending one (one load per vector against a running value)
+/// instead of two exact passes. Only tried when the block's last value is below its
+/// first, so ascending blocks (and a step of 0, where up wins) never pay for it.
+#[inline(always)]
+fn down_block<T: Index>(block: [&[T; BLOCK]; 4], steps: &LaneSteps<T>) -> bool {
+    let [a_s, b_s, a_d, b_d] = block;
+    let (s0, d0) = (a_s[0], a_d[0]);
+    let (src, dst) = (&steps.src, &steps.dst);
+    // A side whose block spans less than the type's range (`floor` exists) and ends below
+    // its start did not wrap past `MIN`: the lanes' wrapping test alone would not see it.
+    if src.floor.is_none() || dst.floor.is_none() {
+        return false;
+    }
+    if !(b_s[BLOCK - 1] < s0
+        && b_d[BLOCK - 1] < d0
+        && b_s[BLOCK - 1].wrapping_add(src.block) == s0
+        && b_d[BLOCK - 1].wrapping_add(dst.block) == d0)
+    {
+        return false;
+    }
+    let mut s = T::Lanes::splat(s0) - src.iota;
+    let mut d = T::Lanes::splat(d0) - dst.iota;
+    let mut any = T::Lanes::splat(T::default()); // zero
+    for (x, y) in T::Lanes::split(a_s).zip(T::Lanes::split(a_d)) {
+        any = any | (x ^ s) | (y ^ d);
+        (s, d) = (s - src.stride, d - dst.stride);
+    }
+    any.all_zero()
 }
 
 /// Bit `k` set when pair `k` does *not* step down by the step on both sides: the up test

@@ -205,3 +205,36 @@ fn runs_size_hint_bounds_what_is_left() {
         assert_eq!(runs.size_hint(), (0, Some(0)));
     }
 }
+
+/// Long descending runs, so that whole 64-pair blocks descend (the kernel's descending
+/// block test): at every offset into a block, crossing `MIN` (a wrap is a break, not a
+/// step down) and clear of it, with unit and unequal steps, on every index type.
+#[test]
+#[cfg_attr(miri, ignore = "minutes under miri")]
+fn descending_blocks_near_the_limits() {
+    fn go<T: kit::TestIndex>() {
+        for steps in [(1u64, 1u64), (3, 7), (1, 5)] {
+            let grouper = Grouper::new().steps(steps.0, steps.1);
+            for offset in [0usize, 1, 31, 63, 64, 65, 127] {
+                for (s_top, d_top) in [
+                    // Clear of MIN; reaching MIN exactly; wrapping past it on one side.
+                    (T::LO + 10_000, T::LO + 20_000),
+                    (T::LO + 199 * i128::from(steps.0), T::LO + 199 * i128::from(steps.1)),
+                    (T::LO + 100 * i128::from(steps.0), T::LO + 10_000),
+                    (T::LO + 10_000, T::LO + 120 * i128::from(steps.1)),
+                ] {
+                    let (mut src, mut dst) = (vec![T::wrap(7); offset], vec![T::wrap(9); offset]);
+                    for k in 0..200i128 {
+                        src.push(T::wrap(s_top - k * i128::from(steps.0)));
+                        dst.push(T::wrap(d_top - k * i128::from(steps.1)));
+                    }
+                    kit::check_with(&grouper, &src, &dst);
+                }
+            }
+        }
+    }
+    go::<u32>();
+    go::<i32>();
+    go::<u64>();
+    go::<i64>();
+}
