@@ -49,6 +49,7 @@ request's prefix.
 
     python python/replay.py            # the full grid
     python python/replay.py --quick    # a small one (CI)
+    python python/replay.py --workloads p16-occ80-g0   # one workload of the grid
 
 The report goes to results/<machine>/<date>-<commit>/replay.txt; its last lines are one
 per allocator and workload:
@@ -450,6 +451,7 @@ def main(argv=None):
     ap.add_argument("--requests", type=int, help="requests per workload (default 5000)")
     ap.add_argument("--allocators", nargs="*", default=["vllm", "sglang"], choices=["vllm", "sglang"])
     ap.add_argument("--window", type=int, help="placement's window in pages (default: the adapters')")
+    ap.add_argument("--workloads", nargs="*", help="only these workloads (names as in the report)")
     args = ap.parse_args(argv)
     requests = args.requests or (300 if args.quick else 5000)
     prefill_blocks, decode_blocks = (8000, 12000) if args.quick else (40000, 60000)
@@ -464,6 +466,8 @@ def main(argv=None):
             except ImportError as e:
                 sys.exit(f"replay.py: {e}")
         for w in workloads(args.quick):
+            if args.workloads and w.name not in args.workloads:
+                continue
             own = replay(allocator, w, requests, prefill_blocks, decode_blocks)
             placed = replay(allocator, w, requests, prefill_blocks, decode_blocks, window=args.window)
             lines.append(report(allocator, w, own, placed, args.window, out))
