@@ -151,10 +151,13 @@ pub fn place<T: Index>(
     let (starts, lens) = (prefix(starts, r), prefix(lens, r));
     heap_sort(&mut RunTable { starts, lens });
 
-    // The free list's stretches, smallest room first (ties: earlier first).
+    // The free list's stretches that can hold a run (the shortest run is the last),
+    // smallest room first (ties: earlier first).
+    let shortest = lens.last().copied().unwrap_or(usize::MAX);
     let mut e = 0;
     let stretches = Grouper::new().direction(Direction::Either).runs(free, free)?;
-    for (span, (room, at)) in stretches.zip(rooms.iter_mut().zip(fronts.iter_mut())) {
+    let usable = stretches.filter(|span| span.len >= shortest);
+    for (span, (room, at)) in usable.zip(rooms.iter_mut().zip(fronts.iter_mut())) {
         (*room, *at) = (span.len, span.start);
         e += 1;
     }
@@ -244,11 +247,11 @@ impl Extents<'_> {
             let mid = lo + (hi - lo) / 2;
             if below(mid) < (Some(key.0), Some(key.1)) { lo = mid + 1 } else { hi = mid }
         }
-        let mut i = k;
-        while i > lo {
-            swap(self.rooms, i, i - 1);
-            swap(self.fronts, i, i - 1);
-            i -= 1;
+        // Shift the stretches in lo..k up by one (a move, not a scan) and put this one at lo.
+        for v in [&mut *self.rooms, &mut *self.fronts] {
+            if let Some(moved) = v.get_mut(lo..=k) {
+                moved.rotate_right(1.min(moved.len()));
+            }
         }
         if let (Some(r), Some(f)) = (self.rooms.get_mut(lo), self.fronts.get_mut(lo)) {
             (*r, *f) = key;
