@@ -50,6 +50,7 @@ request's prefix.
     python python/replay.py            # the full grid
     python python/replay.py --quick    # a small one (CI)
     python python/replay.py --workloads p16-occ80-g0   # one workload of the grid
+    python python/replay.py --window 4n+64 --workloads p16-occ80-g0   # a deeper window
 
 The report goes to results/<machine>/<date>-<commit>/replay.txt; its last lines are one
 per allocator and workload:
@@ -380,6 +381,29 @@ WAYS = {
 }
 
 
+class Window:
+    """A placement window of ``k * n + c`` pages for a request of ``n`` pages."""
+
+    def __init__(self, k, c):
+        self.k, self.c = k, c
+
+    def __call__(self, n):
+        return self.k * n + self.c
+
+    def __str__(self):
+        return f"{self.k}n+{self.c}" if self.k else str(self.c)
+
+    @staticmethod
+    def parse(text):
+        t = text.replace(" ", "")
+        if t.isdigit():
+            return Window(0, int(t))
+        k, _, c = t.partition("n")
+        if not (k == "" or k.isdigit()) or not (c == "" or (c[0] == "+" and c[1:].isdigit())):
+            raise argparse.ArgumentTypeError(f"window must be pages or KnC (say 4n+64), got {text!r}")
+        return Window(int(k or 1), int(c[1:] or 0))
+
+
 def table(lists, ways, out):
     """One row per way: descriptors, their spread, CPU time and posting time."""
     pages = np.array([len(s) for s, _ in lists])
@@ -417,7 +441,7 @@ def report(allocator, w, own, placed, window, out):
     side = "decode (pull mode)" if allocator == "vllm" else "prefill"
     prates = ", ".join(f"{k} {v:.3f}" for k, v in placed.hit_rate.items())
     out(f"\nWith placement on the {side} side (``corun.adapters``, window "
-        f"{window or '4n + 64'} pages): {len(placed.lists)} requests"
+        f"{window or 'n + 64'} pages): {len(placed.lists)} requests"
         + (f"; prefix-cache hit rate {prates}" if prates else ""))
     ptotals = table(placed.lists, ways, out)
     p, bound = ptotals["placed (either)"], ptotals["bound (first side's runs)"]
@@ -450,7 +474,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="two workloads, 300 requests (CI)")
     ap.add_argument("--requests", type=int, help="requests per workload (default 5000)")
     ap.add_argument("--allocators", nargs="*", default=["vllm", "sglang"], choices=["vllm", "sglang"])
-    ap.add_argument("--window", type=int, help="placement's window in pages (default: the adapters')")
+    ap.add_argument("--window", type=Window.parse, default=None,
+                    help="placement's window: pages, or KnC for K * n + C (say 4n+64); "
+                         "default: the adapters' (n + 64)")
     ap.add_argument("--workloads", nargs="*", help="only these workloads (names as in the report)")
     args = ap.parse_args(argv)
     requests = args.requests or (300 if args.quick else 5000)
@@ -481,5 +507,7 @@ if __name__ == "__main__":
     import results
 
     if "--quick" not in sys.argv and "--help" not in sys.argv and "-h" not in sys.argv:
-        results.tee("replay.txt")
+        chosen = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--window=")]
+        chosen += [sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--window"]
+        results.tee(f"replay-window-{Window.parse(chosen[0])}.txt" if chosen else "replay.txt")
     main()

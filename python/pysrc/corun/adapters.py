@@ -8,7 +8,8 @@ pages first, in the order they pair with the first side's, and the allocator's o
 allocation call (vLLM's ``BlockPool.get_new_blocks``, SGLang's ``alloc`` /
 ``alloc_extend``) then hands them out with its own bookkeeping (reference counts, cache
 eviction, metrics) untouched. Placement reaches at most ``window`` pages deep into the
-free list (default: :func:`default_window`), which bounds both its cost and how far it
+free list (a number, or a function of the request's pages; default:
+:func:`default_window`), which bounds both its cost and how far it
 departs from the allocator's order; where that order is also an eviction order (vLLM's
 free queue is LRU), that is the knob for the cache hit rate.
 
@@ -29,13 +30,18 @@ __all__ = ["default_window", "sglang_place_front", "vllm_place_front"]
 
 
 def default_window(n):
-    """How deep into the free list placement reaches for a request of ``n`` pages: ``4 * n
-    + 64`` (measured in ``python/replay.py``: deeper windows place few more runs)."""
-    return 4 * n + 64
+    """How deep into the free list placement reaches for a request of ``n`` pages: ``n +
+    64``. Deeper windows place more runs but cost more, mostly in reading vLLM's free queue
+    (a Python linked list, about 0.1 µs a block). On vLLM's p16 replay at 80% occupancy
+    (``python/replay.py --window``, the results files in ``python/README.md``): deeper
+    windows place a little more and cost more."""
+    return n + 64
 
 
 def _window(n, free, window):
-    w = default_window(n) if window is None else int(window)
+    if window is None:
+        window = default_window
+    w = int(window(n)) if callable(window) else int(window)
     if w < n:
         raise ValueError(f"window must be at least the request's {n} pages, got {w}")
     return min(w, free)
