@@ -50,7 +50,7 @@ request's prefix.
     python python/replay.py            # the full grid
     python python/replay.py --quick    # a small one (CI)
     python python/replay.py --workloads p16-occ80-g0   # one workload of the grid
-    python python/replay.py --window 4n+64 --workloads p16-occ80-g0   # a deeper window
+    python python/replay.py --window n+64 --workloads p16-occ80-g0   # a shallower window
 
 The report goes to results/<machine>/<date>-<commit>/replay.txt; its last lines are one
 per allocator and workload:
@@ -441,7 +441,7 @@ def report(allocator, w, own, placed, window, out):
     side = "decode (pull mode)" if allocator == "vllm" else "prefill"
     prates = ", ".join(f"{k} {v:.3f}" for k, v in placed.hit_rate.items())
     out(f"\nWith placement on the {side} side (``corun.adapters``, window "
-        f"{window or 'n + 64'} pages): {len(placed.lists)} requests"
+        f"{window or '4n+64'} pages): {len(placed.lists)} requests"
         + (f"; prefix-cache hit rate {prates}" if prates else ""))
     ptotals = table(placed.lists, ways, out)
     p, bound = ptotals["placed (either)"], ptotals["bound (first side's runs)"]
@@ -476,7 +476,7 @@ def main(argv=None):
     ap.add_argument("--allocators", nargs="*", default=["vllm", "sglang"], choices=["vllm", "sglang"])
     ap.add_argument("--window", type=Window.parse, default=None,
                     help="placement's window: pages, or KnC for K * n + C (say 4n+64); "
-                         "default: the adapters' (n + 64)")
+                         "default: the adapters' (4n+64)")
     ap.add_argument("--workloads", nargs="*", help="only these workloads (names as in the report)")
     args = ap.parse_args(argv)
     requests = args.requests or (300 if args.quick else 5000)
