@@ -492,14 +492,19 @@ def replayed(engine_name, allocator, requests, page_bytes, limit, report):
     try:
         if engine_name == "nixl" and s.engine.prepped is None:
             s.engine.prep(s.remote_base, s.pool)
+        form = "nixl" if engine_name == "nixl" else "lists"
+
+        def post(d, p, what):
+            """Posts descriptors `d` in the engine's form; returns the buffers sent."""
+            if engine_name != "nixl":
+                return post_sampled(s, d, p, limit)
+            timed(p, "transfer", lambda: s.engine.xfer(*d, what))
+            return BUFFERS
+
         # Warm up the connection with the first request, unmeasured.
         src, dst = (a.astype(np.int64) for a in own[0])
-        d = corun.transfer_descriptors(src, dst, s.src_bases, s.dst_bases, s.item_lens,
-                                       form="nixl" if engine_name == "nixl" else "lists")
-        if engine_name == "nixl":
-            s.engine.xfer(*d, "warm-up")
-        else:
-            post_sampled(s, d, {}, limit)
+        post(corun.transfer_descriptors(src, dst, s.src_bases, s.dst_bases, s.item_lens, form=form),
+             {}, "warm-up")
         s.check(src, dst)
         for way in REPLAY_WAYS:
             lists = placed if way == "placed" else own
@@ -511,17 +516,9 @@ def replayed(engine_name, allocator, requests, page_bytes, limit, report):
                 p = {}
                 if way == "orderfree":
                     src, dst = timed(p, "grouping", lambda: corun.sort_by_destination(src, dst))
-                form = "nixl" if engine_name == "nixl" else "lists"
                 d = timed(p, "descriptors", lambda: corun.transfer_descriptors(
                     src, dst, s.src_bases, s.dst_bases, s.item_lens, form=form, direction=direction))
-                if engine_name == "nixl":
-                    t = time.perf_counter()
-                    s.engine.xfer(*d, f"{way} way")
-                    p["transfer"] = time.perf_counter() - t
-                    sent = BUFFERS
-                else:
-                    sent = post_sampled(s, d, p, limit)
-                s.check(src, dst, sent)
+                s.check(src, dst, post(d, p, f"{way} way"))
                 count += len(d[0]) // BUFFERS
                 seconds += total(p)
             out[way] = (count, seconds)

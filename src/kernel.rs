@@ -307,9 +307,10 @@ fn down_block<T: Index>(block: [&[T; BLOCK]; 4], steps: &LaneSteps<T>) -> bool {
     let [a_s, b_s, a_d, b_d] = block;
     let (s0, d0) = (a_s[0], a_d[0]);
     let (src, dst) = (&steps.src, &steps.dst);
-    // A side whose block spans less than the type's range (`floor` exists) and ends below
-    // its start did not wrap past `MIN`: the lanes' wrapping test alone would not see it.
-    if src.floor.is_none() || dst.floor.is_none() {
+    // A side whose block spans less than the type's range (it has a `guard`) and ends
+    // below its start did not wrap past `MIN`: the lanes' wrapping test alone would not
+    // see it.
+    if src.guard.is_none() || dst.guard.is_none() {
         return false;
     }
     if !(b_s[BLOCK - 1] < s0

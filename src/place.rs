@@ -149,7 +149,7 @@ pub fn place<T: Index>(
         r += 1;
     }
     let (starts, lens) = (prefix(starts, r), prefix(lens, r));
-    heap_sort(&mut RunTable { starts, lens });
+    heap_sort(&mut Columns { a: lens, b: starts, a_descending: true });
 
     // The free list's stretches that can hold a run (the shortest run is the last),
     // smallest room first (ties: earlier first).
@@ -161,26 +161,24 @@ pub fn place<T: Index>(
         (*room, *at) = (span.len, span.start);
         e += 1;
     }
-    let mut extents = Extents { rooms: prefix(rooms, e), fronts: prefix(fronts, e) };
+    let mut extents = Columns { a: prefix(rooms, e), b: prefix(fronts, e), a_descending: false };
     heap_sort(&mut extents);
 
     // Each run, longest first, into the smallest stretch with room for it.
     let mut pieces = Pieces { pos: piece_pos, len: piece_len, count: 0 };
-    let mut placed_runs = 0;
     for k in 0..r {
         let (Some(&s), Some(&l)) = (starts.get(k), lens.get(k)) else { break };
-        let Some(at) = extents.take(l) else { continue };
+        let Some(at) = take(&mut extents, l) else { continue };
         give(first, free, chosen, s, at, l);
         pieces.push(at, l);
         if let Some(l) = lens.get_mut(k) {
             *l = 0; // placed
         }
-        placed_runs += 1;
     }
 
     // Split what fits nowhere over the pages still free, in list order.
     let mut split = 0;
-    if placed_runs < r {
+    if lens.iter().any(|&l| l > 0) {
         heap_sort(&mut pieces.table());
         let placed_pieces = pieces.count;
         let mut gaps = Gaps { piece: 0, at: 0 };
@@ -225,52 +223,35 @@ pub fn place<T: Index>(
     Ok(Placement { bound: r, placed, own, split, fallback: false })
 }
 
-/// The free list's stretches as `(room, front)`: pages left and the list position of the
-/// first of them, kept sorted by room, then position.
-struct Extents<'a> {
-    rooms: &'a mut [usize],
-    fronts: &'a mut [usize],
-}
-
-impl Extents<'_> {
-    /// Takes `len` pages from the front of the smallest stretch that has them (a binary
-    /// search), keeps the order (the stretch moves down to its new room), and returns the
-    /// list position of the pages taken.
-    fn take(&mut self, len: usize) -> Option<usize> {
-        let k = self.rooms.partition_point(|&room| room < len);
-        let (room, at) = (*self.rooms.get(k)?, *self.fronts.get(k)?);
-        let key = (room - len, at + len);
-        let below = |i: usize| (self.rooms.get(i).copied(), self.fronts.get(i).copied());
-        // The new place: after every stretch whose key is smaller (all of them below k).
-        let (mut lo, mut hi) = (0, k);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if below(mid) < (Some(key.0), Some(key.1)) { lo = mid + 1 } else { hi = mid }
+/// Takes `len` pages from the front of the smallest stretch that has them, in `extents`
+/// (`(room, front)`: pages left and the list position of the first of them, sorted by
+/// room, then position), found by binary search; keeps the order (the stretch moves down
+/// to its new room) and returns the list position of the pages taken.
+fn take(extents: &mut Columns<'_>, len: usize) -> Option<usize> {
+    let (rooms, fronts) = (&mut *extents.a, &mut *extents.b);
+    let k = rooms.partition_point(|&room| room < len);
+    let (room, at) = (*rooms.get(k)?, *fronts.get(k)?);
+    let key = (room - len, at + len);
+    // The new place: after every stretch whose key is smaller (all of them below k).
+    let (mut lo, mut hi) = (0, k);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if (rooms.get(mid).copied(), fronts.get(mid).copied()) < (Some(key.0), Some(key.1)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
         }
-        // Shift the stretches in lo..k up by one (a move, not a scan) and put this one at lo.
-        for v in [&mut *self.rooms, &mut *self.fronts] {
-            if let Some(moved) = v.get_mut(lo..=k) {
-                moved.rotate_right(1.min(moved.len()));
-            }
+    }
+    // Shift the stretches in lo..k up by one (a move, not a scan) and put this one at lo.
+    for v in [&mut *rooms, &mut *fronts] {
+        if let Some(moved) = v.get_mut(lo..=k) {
+            moved.rotate_right(1.min(moved.len()));
         }
-        if let (Some(r), Some(f)) = (self.rooms.get_mut(lo), self.fronts.get_mut(lo)) {
-            (*r, *f) = key;
-        }
-        Some(at)
     }
-}
-
-impl Table for Extents<'_> {
-    fn rows(&self) -> usize {
-        self.rooms.len().min(self.fronts.len())
+    if let (Some(r), Some(f)) = (rooms.get_mut(lo), fronts.get_mut(lo)) {
+        (*r, *f) = key;
     }
-    fn less(&self, i: usize, j: usize) -> bool {
-        (self.rooms.get(i), self.fronts.get(i)) < (self.rooms.get(j), self.fronts.get(j))
-    }
-    fn swap(&mut self, i: usize, j: usize) {
-        swap(self.rooms, i, j);
-        swap(self.fronts, i, j);
-    }
+    Some(at)
 }
 
 /// `Err` naming `buffer` unless `len == needed`.
@@ -340,10 +321,14 @@ impl Pieces<'_> {
         }
     }
 
-    /// The pieces as a table sorted by position.
-    fn table(&mut self) -> PieceTable<'_> {
+    /// The pieces as a table, to sort by position (positions are distinct).
+    fn table(&mut self) -> Columns<'_> {
         let n = self.count.min(self.pos.len()).min(self.len.len());
-        PieceTable { pos: self.pos.split_at_mut(n).0, len: self.len.split_at_mut(n).0 }
+        Columns {
+            a: self.pos.split_at_mut(n).0,
+            b: self.len.split_at_mut(n).0,
+            a_descending: false,
+        }
     }
 }
 
@@ -380,41 +365,27 @@ impl Gaps {
     }
 }
 
-/// Runs: longest first, then by position.
-struct RunTable<'a> {
-    starts: &'a mut [usize],
-    lens: &'a mut [usize],
+/// Two columns of one table (runs: length, start; stretches: room, front; pieces:
+/// position, length), ordered by `a`, then `b`, with `a` descending when `a_descending`.
+struct Columns<'a> {
+    a: &'a mut [usize],
+    b: &'a mut [usize],
+    a_descending: bool,
 }
 
-impl Table for RunTable<'_> {
+impl Table for Columns<'_> {
     fn rows(&self) -> usize {
-        self.starts.len().min(self.lens.len())
+        self.a.len().min(self.b.len())
     }
     fn less(&self, i: usize, j: usize) -> bool {
-        let key = |k| (self.lens.get(k).map(|&l| usize::MAX - l), self.starts.get(k));
+        let key = |k| {
+            let a = self.a.get(k).map(|&a| if self.a_descending { usize::MAX - a } else { a });
+            (a, self.b.get(k))
+        };
         key(i) < key(j)
     }
     fn swap(&mut self, i: usize, j: usize) {
-        swap(self.starts, i, j);
-        swap(self.lens, i, j);
-    }
-}
-
-/// Pieces: by position.
-struct PieceTable<'a> {
-    pos: &'a mut [usize],
-    len: &'a mut [usize],
-}
-
-impl Table for PieceTable<'_> {
-    fn rows(&self) -> usize {
-        self.pos.len().min(self.len.len())
-    }
-    fn less(&self, i: usize, j: usize) -> bool {
-        self.pos.get(i) < self.pos.get(j)
-    }
-    fn swap(&mut self, i: usize, j: usize) {
-        swap(self.pos, i, j);
-        swap(self.len, i, j);
+        swap(self.a, i, j);
+        swap(self.b, i, j);
     }
 }

@@ -38,16 +38,12 @@ pub struct LaneStep<T: Index> {
     /// The largest first value of a block that cannot overflow inside it (`MAX - BLOCK *
     /// step`), or `None` when every block could.
     pub guard: Option<T>,
-    /// The smallest first value of a block that cannot underflow going *down* inside it
-    /// (`MIN + BLOCK * step`), or `None` when every block could.
-    pub floor: Option<T>,
 }
 
 impl<T: Index> LaneStep<T> {
     fn new(step: u64) -> Self {
         let times = |k: usize| T::truncate(k as i128 * i128::from(step));
         let top = T::MAX.widen() - BLOCK as i128 * i128::from(step);
-        let bottom = T::MIN.widen() + BLOCK as i128 * i128::from(step);
         LaneStep {
             step,
             one: T::Lanes::splat(times(1)),
@@ -55,7 +51,6 @@ impl<T: Index> LaneStep<T> {
             stride: T::Lanes::splat(times(T::Lanes::WIDTH)),
             block: times(BLOCK),
             guard: (top >= T::MIN.widen()).then(|| T::truncate(top)),
-            floor: (bottom <= T::MAX.widen()).then(|| T::truncate(bottom)),
         }
     }
 }

@@ -422,21 +422,21 @@ pub fn pair<'a>(src: &'a Indices<'_>, dst: &'a Indices<'_>, keep: Keep) -> PyRes
             Some(_) if keep == Keep::Runs => {
                 Pair::I64(to_i64(src, 1 << 63)?, to_i64(dst, 1 << 63)?)
             }
-            Some((side, at, v)) if keep == Keep::Pages => {
-                let other = if side == src.name { dst.name } else { src.name };
-                return Err(PyValueError::new_err(format!(
-                    "{side}[{at}] = {v} is negative and {other} holds uint64 pages from 2**63: \
-                     {} and {} have no common index type",
-                    src.name, dst.name
-                )));
-            }
             Some((side, at, v)) => {
                 let other = if side == src.name { dst.name } else { src.name };
-                return Err(PyValueError::new_err(format!(
-                    "negative index at position {at}: {side}[{at}] = {v} has no address \
-                     ({other} holds uint64 indices from 2**63, so src and dst have no common \
-                     index type either)"
-                )));
+                return Err(PyValueError::new_err(if keep == Keep::Pages {
+                    format!(
+                        "{side}[{at}] = {v} is negative and {other} holds uint64 pages from \
+                         2**63: {} and {} have no common index type",
+                        src.name, dst.name
+                    )
+                } else {
+                    format!(
+                        "negative index at position {at}: {side}[{at}] = {v} has no address \
+                         ({other} holds uint64 indices from 2**63, so src and dst have no \
+                         common index type either)"
+                    )
+                }));
             }
         },
     })

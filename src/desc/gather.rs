@@ -234,12 +234,12 @@ impl<T: Index> Plan<'_, T> {
         let fail = |p: usize| move |f: Fault| (f, p);
         let (first, _) = at(start).ok_or((Fault::Overflow, 0))?;
         let (_, d0) = page(first).ok_or((Fault::Overflow, first))?;
-        let dst_addr = g.dst_addr(d0, 0).map_err(fail(first))?;
+        // A descending request moves it down to its lowest page as pages join.
+        let mut dst_addr = g.dst_addr(d0, 0).map_err(fail(first))?;
         let (mut c, mut bytes, mut count) = (start, 0u64, 0usize);
         let mut open: Option<(usize, Sge)> = None; // (position, segment)
         // The way the destination pages go, set by the request's second page.
         let mut down: Option<bool> = None;
-        let mut dst_addr = dst_addr;
         while let Some((pos, left)) = at(c) {
             if left == 0 {
                 c = Cursor { span: c.span + 1, offset: 0, ..c };
