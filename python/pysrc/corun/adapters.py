@@ -32,7 +32,7 @@ __all__ = ["default_window", "sglang_place_front", "vllm_place_front"]
 def default_window(n):
     """How deep into the free list placement reaches for a request of ``n`` pages: ``4n +
     64``. Deeper windows place more runs but cost more, mostly in reading vLLM's free queue
-    (a Python linked list, about 0.1 µs a block). On vLLM's replays (``python/replay.py
+    (a Python linked list, walked block by block). On vLLM's replays (``python/replay.py
     --window``, the results files in ``python/README.md``): ``n + 64`` placed 100,362
     descriptors at p16 where ``4n + 64`` placed 82,657 (bound 72,802), and with 1-token
     pages it gained almost nothing (1.01x against 1.5x)."""
