@@ -26,6 +26,16 @@ pub enum Error {
         /// The second.
         second: usize,
     },
+    /// A page stands twice in one of [`place`](crate::place())'s lists: placed, it would
+    /// be handed out twice.
+    DuplicatePage {
+        /// The list: `"first"` or `"free"`.
+        list: &'static str,
+        /// The first position of the smallest page listed twice.
+        first: usize,
+        /// Its second position.
+        second: usize,
+    },
     /// [`place`](crate::place()) was asked for more pages than the free list holds.
     NotEnoughFree {
         /// Pages the request needs (the first side's length).
@@ -55,6 +65,11 @@ impl fmt::Display for Error {
                 f,
                 "positions {first} and {second} have the same destination: order-free grouping \
                  needs distinct destinations"
+            ),
+            Error::DuplicatePage { list, first, second } => write!(
+                f,
+                "{list} holds one page at positions {first} and {second}: a page can be \
+                 handed out only once"
             ),
             Error::NotEnoughFree { pages, free } => {
                 write!(f, "free holds {free} pages, fewer than the {pages} the request needs")

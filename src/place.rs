@@ -11,61 +11,68 @@
 //! - The first side's *runs* are corun's own grouping of `first` with itself (ascending,
 //!   or either direction with [`Direction::Either`]). Their number is the *bound*: no
 //!   choice of pages gives fewer concurrent runs.
-//! - The second side's *extents* are the maximal stretches of the free list, in the
-//!   allocator's priority order, whose pages step by +1 or by -1. For a sorted array of
-//!   free ids these are exactly the free extents; in an unsorted list (vLLM's free queue,
-//!   SGLang's list without sorting) pages adjacent by id but apart in the list are not
-//!   joined, since joining them would take pages out of priority order.
+//! - The second side's *extents* are the maximal sets of consecutive ids among the pages
+//!   of `free`, wherever they stand in it. `free` is the *window*: the part of the
+//!   allocator's priority order (a prefix of its free list) the caller lets placement
+//!   choose from, so inside it list order is not a cost, and id order is what makes a
+//!   transfer one descriptor. Reading extents by id, not as stretches of the list, is
+//!   what keeps placement near the bound after thousands of requests: with 1-token pages
+//!   on vLLM's free queue, stretches of the list took 42% of the room between the
+//!   allocator's own pages and the bound, extents by id 99.7% (`python/replay.py`).
 //! - Each run, longest first (ties: the earlier run), goes whole into the extent with the
-//!   *least* room that still holds it (best fit; ties: the extent earlier in the list),
-//!   taking the pages at that extent's front. Best fit keeps large extents for large
-//!   runs and leaves few fragments behind: over thousands of requests on vLLM's free
-//!   queue it placed 30% fewer descriptors than filling extents in list order, which
-//!   fragmented the queue's front (`python/replay.py`). A run's pages are written in the
-//!   run's own direction, so the pair steps together.
-//! - Runs that no extent holds whole are split last, longest first, over the pages still
-//!   free, in priority order (each piece again in the run's direction).
+//!   *least* room that still holds it (best fit; ties: the lower ids), taking that
+//!   extent's highest ids, so that what stays free of an extent is always its low part.
+//!   Best fit keeps large extents for large runs and leaves few fragments behind.
+//! - Runs that no extent holds whole are split last, longest first, each filled from the
+//!   extent with the most room left (ties: the lower ids), again from its top, piece by
+//!   piece. Every piece is written in its run's direction, so the pair steps together.
 //! - Unless the result has fewer concurrent runs than the allocator's own choice (the
 //!   front `first.len()` pages of the list, in order), that choice is returned instead:
 //!   placement never makes a request worse, and leaves the allocator's order alone when
 //!   it gains nothing.
+//! - A page listed twice in `first` or in `free` is an error naming both positions
+//!   ([`Error::DuplicatePage`]): placed, it would be handed out twice.
 //!
 //! The caller chooses how deep into its priority order placement may reach by how much of
-//! the free list it passes: a prefix of a few times the request keeps close to the
-//! allocator's order (and, where the free list is an eviction order, to its cache).
+//! the free list it passes. Passing exactly `first.len()` pages makes placement a pairing
+//! of the allocator's own pages: the same pages leave the free list as without it, only
+//! their order changes (what `corun.adapters` does for SGLang, whose sorted free list is
+//! already the best sweep there is: deeper windows fragmented it).
 //!
 //! # Cost
 //!
-//! For `n` pages in `r` first-side runs, a free list of `f` pages in `e` extents: `O(n)`
-//! to find the runs and `O(f)` the extents (corun's own SIMD grouping), `O(r log r + e log
-//! e)` to sort them, and per run a binary search for its extent plus one move of that
-//! extent down the sorted order (at most `e` words, usually a few), never a scan of the
-//! free list per run; `O(f)` to write the pages that stay free. The caller bounds `f`
-//! (the window it passes). No allocation: `scratch` holds
-//! [`place_scratch_len`]`(n, f)` words.
+//! For `n` pages in `r` first-side runs, a window of `f` pages in `e` stretches (pages
+//! stepping by +1 or -1 in list order) and `x <= e` extents: `O(n + f)` to find the runs
+//! and stretches (corun's own SIMD grouping), `O(r log r + e log e)` to sort them (by
+//! lowest id, which also finds duplicates: within a run or stretch there are none, so two
+//! overlapping ones hold every page listed twice), and per run a binary search for its
+//! extent plus one move of that extent down the sorted order; `O(f)` to write the chosen
+//! pages and the rest. Never a sort of pages, never a scan of the window per run. No
+//! allocation: `scratch` holds [`place_scratch_len`]`(n, f)` words.
 //!
 //! ```text
-//! runs    = sort(grouping(first, first), by length descending, then position)
-//! extents = sort(stretches(free), by room, then position)
-//! for run in runs:
+//! runs     = grouping(first, first)                    # r runs
+//! reject a page listed twice in first or in free       # overlapping runs / stretches
+//! extents  = consecutive ids in free, by (room, lowest id)
+//! for run in sort(runs, by length descending, then position):
 //!     extent = the first in extents with room >= len(run)       (binary search)
-//!     if any: give run the extent's front pages, in its direction; re-sort that extent
-//! for run in runs still unplaced (longest first):
-//!     give it the next pages still free, in list order (each stretch in its direction)
+//!     if any: give run the extent's top len(run) ids, in its direction; move the extent down
+//! for run still unplaced (longest first):
+//!     while pages missing: give it the top of the extent with the most room
 //! if runs(first, chosen) >= runs(first, free[..n]): chosen = free[..n]
-//! rest = free without chosen, in list order
+//! rest = free without chosen, in list order            # stretch by stretch
 //! ```
 
 use crate::sort::{Table, heap_sort, swap};
 use crate::{Direction, Error, Grouper, Index};
 
-/// Scratch words [`place`] needs for a request of `pages` pages from a free list of
-/// `free` pages: two per run (start, length) and per piece of the free list taken
-/// (position, length), at most one of each per page, and two per stretch of the free list
-/// (room, position), at most one per free page. Saturating: a length nothing can hold is
-/// reported by `place` as too short.
+/// Scratch words [`place`] needs for a request of `pages` pages from a window of `free`
+/// pages: two per first-side run (start, length), at most one run per page, and four per
+/// stretch of the window (position and length; an extent's room and first stretch), at
+/// most one stretch per page. Saturating: a length nothing can hold is reported by
+/// `place` as too short.
 pub const fn place_scratch_len(pages: usize, free: usize) -> usize {
-    pages.saturating_mul(4).saturating_add(free.saturating_mul(2))
+    pages.saturating_mul(2).saturating_add(free.saturating_mul(4))
 }
 
 /// What [`place`] did, in concurrent runs (descriptors per layer buffer).
@@ -86,15 +93,15 @@ pub struct Placement {
 }
 
 /// Chooses the second side's pages for a request whose first side has pages `first` (in
-/// request order), from the free list `free` (in the allocator's priority order: the page
-/// it would hand out first comes first). The rule and its cost are in the
-/// [module docs](self).
+/// request order), from the window `free` (the allocator's free list, or its front, in
+/// its priority order: the page it would hand out first comes first). The rule and its
+/// cost are in the [module docs](self).
 ///
 /// Writes `chosen[i]`, the page paired with `first[i]`, and `rest`: `free` without the
-/// chosen pages, in its order. `free` must hold distinct pages (a free list does); the
-/// chosen pages come from distinct positions of it. Errors, with nothing written:
-/// [`Error::NotEnoughFree`] when `free` is shorter than `first`;
-/// [`Error::BufferLength`] naming `chosen` (must be `first.len()`), `rest`
+/// chosen pages, in its order. The chosen pages are distinct pages of `free`. Errors,
+/// with nothing written: [`Error::NotEnoughFree`] when `free` is shorter than `first`;
+/// [`Error::DuplicatePage`] naming `first` or `free` and two positions that hold one
+/// page; [`Error::BufferLength`] naming `chosen` (must be `first.len()`), `rest`
 /// (`free.len() - first.len()`) or `scratch` (at least
 /// [`place_scratch_len`]`(first.len(), free.len())`).
 ///
@@ -103,14 +110,16 @@ pub struct Placement {
 ///
 /// // The first side's pages: a descending run of 3 and an ascending run of 2.
 /// let first = [52u32, 51, 50, 7, 8];
-/// // The second side's free list, in its priority order.
-/// let free = [3u32, 20, 21, 40, 41, 42, 43, 9];
+/// // The second side's free list, in its priority order: 40..=43 and 20, 21 are
+/// // extents (consecutive ids), wherever they stand in the list.
+/// let free = [3u32, 21, 41, 40, 9, 42, 43, 20];
 /// let (mut chosen, mut rest) = ([0; 5], [0; 3]);
 /// let mut scratch = [0; place_scratch_len(5, 8)];
 /// let p = place(&first, &free, Direction::Either, &mut chosen, &mut rest, &mut scratch)?;
-/// assert_eq!(chosen, [42, 41, 40, 20, 21]);
-/// assert_eq!(rest, [3, 43, 9]);
-/// assert_eq!((p.bound, p.placed, p.own), (2, 2, 4));
+/// // The run of 3 takes the top of 40..=43; the run of 2 fits 20, 21 exactly.
+/// assert_eq!(chosen, [43, 42, 41, 20, 21]);
+/// assert_eq!(rest, [3, 40, 9]);
+/// assert_eq!((p.bound, p.placed, p.own), (2, 2, 5));
 /// # Ok::<(), corun::Error>(())
 /// ```
 pub fn place<T: Index>(
@@ -134,76 +143,65 @@ pub fn place<T: Index>(
         .filter(|_| needed != usize::MAX)
         .ok_or(Error::BufferLength { buffer: "scratch", needed, len })?;
     let (runs, more) = words.split_at_mut(2 * n);
-    let (pieces, extents) = more.split_at_mut(2 * n);
+    let (stretches, extents) = more.split_at_mut(2 * f);
     let (starts, lens) = runs.split_at_mut(n);
-    let (piece_pos, piece_len) = pieces.split_at_mut(n);
-    let (rooms, fronts) = extents.split_at_mut(f);
+    let (at, lengths) = stretches.split_at_mut(f);
+    let (rooms, heads) = extents.split_at_mut(f);
 
+    // The first side's runs and the window's stretches, each sorted by lowest id: no
+    // page repeats inside one, so pages listed twice show as two that overlap.
     let grouper = Grouper::new().direction(direction);
+    let mut runs = Ranges::fill(grouper.runs(first, first)?, starts, lens, first);
+    runs.sort_by_low("first")?;
+    let either = Grouper::new().direction(Direction::Either);
+    let mut stretches = Ranges::fill(either.runs(free, free)?, at, lengths, free);
+    stretches.sort_by_low("free")?;
     let own = grouper.count_runs(first, front)?;
 
-    // The first side's runs, longest first (ties: earlier first).
-    let mut r = 0;
-    for (span, (s, l)) in grouper.runs(first, first)?.zip(starts.iter_mut().zip(lens.iter_mut())) {
-        (*s, *l) = (span.start, span.len);
-        r += 1;
+    // Extents: stretches whose ids follow on, by room, then lowest id (= first stretch).
+    let mut x: usize = 0;
+    for k in 0..stretches.count {
+        let joins = k > 0 && stretches.high(k - 1).map(|h| h + 1) == stretches.low(k);
+        let room = stretches.len.get(k).copied().unwrap_or(0);
+        if let Some(r) = x.checked_sub(1).filter(|_| joins).and_then(|last| rooms.get_mut(last)) {
+            *r += room;
+        } else if let (Some(r), Some(h)) = (rooms.get_mut(x), heads.get_mut(x)) {
+            (*r, *h) = (room, k);
+            x += 1;
+        }
     }
-    let (starts, lens) = (prefix(starts, r), prefix(lens, r));
-    heap_sort(&mut Columns { a: lens, b: starts, a_descending: true });
-
-    // The free list's stretches that can hold a run (the shortest run is the last),
-    // smallest room first (ties: earlier first).
-    let shortest = lens.last().copied().unwrap_or(usize::MAX);
-    let mut e = 0;
-    let stretches = Grouper::new().direction(Direction::Either).runs(free, free)?;
-    let usable = stretches.filter(|span| span.len >= shortest);
-    for (span, (room, at)) in usable.zip(rooms.iter_mut().zip(fronts.iter_mut())) {
-        (*room, *at) = (span.len, span.start);
-        e += 1;
-    }
-    let mut extents = Columns { a: prefix(rooms, e), b: prefix(fronts, e), a_descending: false };
+    let mut extents = Columns { a: prefix(rooms, x), b: prefix(heads, x), a_descending: false };
     heap_sort(&mut extents);
 
-    // Each run, longest first, into the smallest stretch with room for it.
-    let mut pieces = Pieces { pos: piece_pos, len: piece_len, count: 0 };
-    for k in 0..r {
-        let (Some(&s), Some(&l)) = (starts.get(k), lens.get(k)) else { break };
-        let Some(at) = take(&mut extents, l) else { continue };
-        give(first, free, chosen, s, at, l);
-        pieces.push(at, l);
-        if let Some(l) = lens.get_mut(k) {
+    // Each run, longest first, whole into the extent with the least room that holds it.
+    let r = runs.count;
+    heap_sort(&mut Columns { a: &mut *runs.len, b: &mut *runs.at, a_descending: true });
+    let (starts, lens) = (&*runs.at, &mut *runs.len);
+    for (&s, l) in starts.iter().zip(lens.iter_mut()) {
+        let k = extents.a.partition_point(|&room| room < *l);
+        if k < x {
+            give(first, chosen, s, *l, top(&extents, &stretches, k, *l));
+            shrink(&mut extents, k, *l);
             *l = 0; // placed
         }
     }
 
-    // Split what fits nowhere over the pages still free, in list order.
+    // What fits nowhere, piece by piece from the extents with the most room.
     let mut split = 0;
-    if lens.iter().any(|&l| l > 0) {
-        heap_sort(&mut pieces.table());
-        let placed_pieces = pieces.count;
-        let mut gaps = Gaps { piece: 0, at: 0 };
-        for k in 0..r {
-            let (Some(&s), Some(&l)) = (starts.get(k), lens.get(k)) else { break };
-            if l == 0 {
-                continue;
+    for (&s, &l) in starts.iter().zip(lens.iter()).filter(|&(_, &l)| l > 0) {
+        let mut done = 0;
+        while done < l {
+            let most = extents.a.last().copied().unwrap_or(0);
+            let k = extents.a.partition_point(|&room| room < most);
+            let m = most.min(l - done);
+            if m == 0 {
+                break; // cannot happen: the window holds at least n pages
             }
-            let mut done = 0;
-            while done < l {
-                let Some((at, room)) = gaps.next_room(&pieces, placed_pieces, free.len()) else {
-                    break; // cannot happen: free has at least n pages
-                };
-                let piece = free.get(at..at + room.min(l - done)).unwrap_or_default();
-                let m = stretch_len(piece);
-                if m == 0 {
-                    break; // cannot happen: the room is at least one page
-                }
-                give(first, free, chosen, s + done, at, m);
-                pieces.push(at, m);
-                gaps.at = at + m;
-                done += m;
-            }
-            split += 1;
+            give(first, chosen, s + done, m, top(&extents, &stretches, k, m));
+            shrink(&mut extents, k, m);
+            done += m;
         }
+        split += 1;
     }
 
     let placed = grouper.count_runs(first, chosen)?;
@@ -212,46 +210,50 @@ pub fn place<T: Index>(
         rest.copy_from_slice(back);
         return Ok(Placement { bound: r, placed: own, own, split, fallback: true });
     }
-    heap_sort(&mut pieces.table());
-    let (mut from, mut to) = (0, 0);
-    for i in 0..pieces.count {
-        let (Some(&at), Some(&m)) = (pieces.pos.get(i), pieces.len.get(i)) else { break };
-        to += copy(free.get(from..at).unwrap_or_default(), rest.get_mut(to..).unwrap_or_default());
-        from = at + m;
+    stretches.keep_low_parts(&extents);
+    heap_sort(&mut Columns { a: &mut *stretches.at, b: &mut *stretches.len, a_descending: false });
+    let mut to = 0;
+    for (&p, &m) in stretches.at.iter().zip(stretches.len.iter()) {
+        let (Some(from), Some(out)) = (free.get(p..p + m), rest.get_mut(to..to + m)) else {
+            break; // cannot happen: the stretches left hold f - n pages
+        };
+        out.copy_from_slice(from);
+        to += m;
     }
-    copy(free.get(from..).unwrap_or_default(), rest.get_mut(to..).unwrap_or_default());
     Ok(Placement { bound: r, placed, own, split, fallback: false })
 }
 
-/// Takes `len` pages from the front of the smallest stretch that has them, in `extents`
-/// (`(room, front)`: pages left and the list position of the first of them, sorted by
-/// room, then position), found by binary search; keeps the order (the stretch moves down
-/// to its new room) and returns the list position of the pages taken.
-fn take(extents: &mut Columns<'_>, len: usize) -> Option<usize> {
-    let (rooms, fronts) = (&mut *extents.a, &mut *extents.b);
-    let k = rooms.partition_point(|&room| room < len);
-    let (room, at) = (*rooms.get(k)?, *fronts.get(k)?);
-    let key = (room - len, at + len);
-    // The new place: after every stretch whose key is smaller (all of them below k).
+/// The lowest of the top `len` ids of extent `k` (of `extents`, `(room, first stretch)`):
+/// an extent's free ids are always its `room` lowest.
+fn top<T: Index>(extents: &Columns<'_>, stretches: &Ranges<'_, T>, k: usize, len: usize) -> i128 {
+    let (room, head) = (extents.a.get(k).copied(), extents.b.get(k).copied());
+    let low = head.and_then(|h| stretches.low(h)).unwrap_or(0);
+    low + wide(room.unwrap_or(0)) - wide(len)
+}
+
+/// Takes `len` pages off extent `k`'s room and moves it down to keep `extents` sorted by
+/// (room, first stretch): a binary search and a rotation, not a re-sort.
+fn shrink(extents: &mut Columns<'_>, k: usize, len: usize) {
+    let (rooms, heads) = (&mut *extents.a, &mut *extents.b);
+    let (Some(&room), Some(&head)) = (rooms.get(k), heads.get(k)) else { return };
+    let key = (room - len.min(room), head);
     let (mut lo, mut hi) = (0, k);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if (rooms.get(mid).copied(), fronts.get(mid).copied()) < (Some(key.0), Some(key.1)) {
+        if (rooms.get(mid).copied(), heads.get(mid).copied()) < (Some(key.0), Some(key.1)) {
             lo = mid + 1;
         } else {
             hi = mid;
         }
     }
-    // Shift the stretches in lo..k up by one (a move, not a scan) and put this one at lo.
-    for v in [&mut *rooms, &mut *fronts] {
+    for v in [&mut *rooms, &mut *heads] {
         if let Some(moved) = v.get_mut(lo..=k) {
             moved.rotate_right(1.min(moved.len()));
         }
     }
-    if let (Some(r), Some(f)) = (rooms.get_mut(lo), fronts.get_mut(lo)) {
-        (*r, *f) = key;
+    if let (Some(r), Some(h)) = (rooms.get_mut(lo), heads.get_mut(lo)) {
+        (*r, *h) = key;
     }
-    Some(at)
 }
 
 /// `Err` naming `buffer` unless `len == needed`.
@@ -265,108 +267,131 @@ fn prefix(v: &mut [usize], len: usize) -> &mut [usize] {
     v.split_at_mut(len).0
 }
 
-/// Writes the pages of `free[at..at + len]` as the partners of `first[s..s + len]`,
-/// in the first side's direction (a stretch of the free list may run the other way).
-fn give<T: Index>(first: &[T], free: &[T], chosen: &mut [T], s: usize, at: usize, len: usize) {
-    let (Some(run), Some(pages), Some(out)) =
-        (first.get(s..s + len), free.get(at..at + len), chosen.get_mut(s..s + len))
-    else {
+/// A count as an exact wide integer (every `usize` fits).
+fn wide(n: usize) -> i128 {
+    i128::try_from(n).unwrap_or(i128::MAX)
+}
+
+/// Writes the ids `low..low + len` as the partners of `first[s..s + len]`, in the first
+/// side's direction there (descending where it descends).
+fn give<T: Index>(first: &[T], chosen: &mut [T], s: usize, len: usize, low: i128) {
+    let (Some(run), Some(out)) = (first.get(s..s + len), chosen.get_mut(s..s + len)) else {
         return;
     };
-    let up = |v: &[T]| matches!(v, [a, b, ..] if b > a);
-    if up(run) == up(pages) {
-        out.copy_from_slice(pages);
-    } else {
-        for (o, &p) in out.iter_mut().zip(pages.iter().rev()) {
-            *o = p;
-        }
+    let down = matches!(run, [a, b, ..] if b < a);
+    let last = low + wide(len) - 1;
+    for (k, o) in out.iter_mut().enumerate() {
+        // Exact: the ids are pages of the window, so of the type.
+        *o = T::truncate(if down { last - wide(k) } else { low + wide(k) });
     }
 }
 
-/// Length of the leading stretch of `pages` that steps by +1 or by -1 throughout (at
-/// least 1 for a non-empty slice).
-fn stretch_len<T: Index>(pages: &[T]) -> usize {
-    let step = |w: &[T]| match *w {
-        [a, b] => b.widen() - a.widen(),
-        _ => 0,
-    };
-    let Some(dir) = pages.windows(2).next().map(step).filter(|d| d.abs() == 1) else {
-        return pages.len().min(1);
-    };
-    1 + pages.windows(2).take_while(|w| step(w) == dir).count()
-}
-
-/// Copies `from` into the front of `to`; returns how many items it copied.
-fn copy<T: Copy>(from: &[T], to: &mut [T]) -> usize {
-    let mut n = 0;
-    for (t, &f) in to.iter_mut().zip(from) {
-        *t = f;
-        n += 1;
-    }
-    n
-}
-
-/// The pieces of the free list taken so far: positions and lengths.
-struct Pieces<'a> {
-    pos: &'a mut [usize],
+/// Ranges of one list that step by +1 or -1 (a run of `first`, a stretch of the window):
+/// position and length columns over the list's `values`.
+struct Ranges<'a, T> {
+    at: &'a mut [usize],
     len: &'a mut [usize],
+    values: &'a [T],
     count: usize,
 }
 
-impl Pieces<'_> {
-    fn push(&mut self, at: usize, len: usize) {
-        if let (Some(p), Some(l)) = (self.pos.get_mut(self.count), self.len.get_mut(self.count)) {
-            (*p, *l) = (at, len);
-            self.count += 1;
+impl<'a, T: Index> Ranges<'a, T> {
+    /// The ranges of `spans`, written into `at` and `len`.
+    fn fill(
+        spans: impl Iterator<Item = crate::Span>,
+        at: &'a mut [usize],
+        len: &'a mut [usize],
+        values: &'a [T],
+    ) -> Self {
+        let mut count = 0;
+        for (span, (a, l)) in spans.zip(at.iter_mut().zip(len.iter_mut())) {
+            (*a, *l) = (span.start, span.len);
+            count += 1;
         }
+        let (at, len) = (prefix(at, count), prefix(len, count));
+        Ranges { at, len, values, count }
     }
 
-    /// The pieces as a table, to sort by position (positions are distinct).
-    fn table(&mut self) -> Columns<'_> {
-        let n = self.count.min(self.pos.len()).min(self.len.len());
-        Columns {
-            a: self.pos.split_at_mut(n).0,
-            b: self.len.split_at_mut(n).0,
-            a_descending: false,
-        }
+    /// The ends of range `k`'s ids, lowest and highest.
+    fn ends(&self, k: usize) -> Option<(i128, i128)> {
+        let (a, l) = (*self.at.get(k)?, *self.len.get(k)?);
+        let (x, y) = (self.values.get(a)?.widen(), self.values.get(a + l.checked_sub(1)?)?.widen());
+        Some((x.min(y), x.max(y)))
     }
-}
 
-/// A cursor over the gaps between the first `placed` pieces (sorted by position).
-struct Gaps {
-    piece: usize,
-    at: usize,
-}
+    fn low(&self, k: usize) -> Option<i128> {
+        self.ends(k).map(|(lo, _)| lo)
+    }
 
-impl Gaps {
-    /// The next free position at or after the cursor and the room there before the next
-    /// placed piece, or `None` past the end of the list.
-    fn next_room(
-        &mut self,
-        pieces: &Pieces<'_>,
-        placed: usize,
-        end: usize,
-    ) -> Option<(usize, usize)> {
-        loop {
-            let (start, len) = if self.piece < placed {
-                (pieces.pos.get(self.piece).copied()?, pieces.len.get(self.piece).copied()?)
-            } else {
-                (end, 0)
-            };
-            if self.at < start {
-                return Some((self.at, start - self.at));
+    fn high(&self, k: usize) -> Option<i128> {
+        self.ends(k).map(|(_, hi)| hi)
+    }
+
+    /// Sorts the ranges by lowest id; two that overlap share a page: the error names
+    /// `list` and the first two positions of the smallest such page.
+    fn sort_by_low(&mut self, list: &'static str) -> Result<(), Error> {
+        heap_sort(self);
+        let mut highest = None;
+        for k in 0..self.count {
+            let (lo, hi) = self.ends(k).unwrap_or((0, -1));
+            if highest.is_some_and(|h| lo <= h) {
+                let mut at = self.values.iter().enumerate().filter(|&(_, v)| v.widen() == lo);
+                let (Some((first, _)), Some((second, _))) = (at.next(), at.next()) else {
+                    continue; // cannot happen: the ranges overlap at `lo`
+                };
+                return Err(Error::DuplicatePage { list, first, second });
             }
-            if self.piece >= placed {
-                return None;
+            highest = highest.max(Some(hi));
+        }
+        Ok(())
+    }
+
+    /// Cuts every stretch down to its ids still free: of each extent (`extents`:
+    /// `(room, first stretch)`, stretches sorted by lowest id), its `room` lowest ids.
+    fn keep_low_parts(&mut self, extents: &Columns<'_>) {
+        for (&room, &head) in extents.a.iter().zip(extents.b.iter()) {
+            let Some(low) = self.low(head) else { continue };
+            let end = low + wide(room); // the extent's free ids are low..end
+            let (mut k, mut previous) = (head, None);
+            // Stretch k is read before it is cut; the next extent's first stretch does
+            // not follow on (or, cut to nothing, has no ends), which stops the walk.
+            while let Some((lo, hi)) = self.ends(k) {
+                if previous.is_some_and(|h: i128| h + 1 != lo) {
+                    break;
+                }
+                previous = Some(hi);
+                let keep = usize::try_from((end - lo).clamp(0, hi - lo + 1)).unwrap_or(0);
+                let ascending =
+                    self.values.get(*self.at.get(k).unwrap_or(&0)).map(|v| v.widen()) == Some(lo);
+                let (Some(a), Some(l)) = (self.at.get_mut(k), self.len.get_mut(k)) else { break };
+                // The low ids are at the front of an ascending stretch, the back of a
+                // descending one.
+                if !ascending {
+                    *a += *l - keep;
+                }
+                *l = keep;
+                k += 1;
             }
-            self.at = self.at.max(start + len);
-            self.piece += 1;
         }
     }
 }
 
-/// Two columns of one table (runs: length, start; stretches: room, front; pieces:
-/// position, length), ordered by `a`, then `b`, with `a` descending when `a_descending`.
+impl<T: Index> Table for Ranges<'_, T> {
+    fn rows(&self) -> usize {
+        self.count
+    }
+    fn less(&self, i: usize, j: usize) -> bool {
+        self.low(i) < self.low(j)
+    }
+    fn swap(&mut self, i: usize, j: usize) {
+        swap(self.at, i, j);
+        swap(self.len, i, j);
+    }
+}
+
+/// Two columns of one table (runs: length, start; extents: room, first stretch;
+/// stretches: position, length), ordered by `a`, then `b`, with `a` descending when
+/// `a_descending`.
 struct Columns<'a> {
     a: &'a mut [usize],
     b: &'a mut [usize],

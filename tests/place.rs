@@ -101,17 +101,17 @@ fn exhaustive_small_i64_high() {
 
 #[test]
 fn the_rule_by_example() {
-    // Runs: [9, 8, 7] down, [20, 21] up, [5]. Extents in list order: [40], [61, 60, 59],
-    // [30, 31, 32, 33].
+    // Runs: [9, 8, 7] down, [20, 21] up, [5]. Extents (consecutive ids): 30..=33,
+    // 40, 59..=61, 99.
     let first = [9u32, 8, 7, 20, 21, 5];
     let free = [40u32, 61, 60, 59, 30, 31, 32, 33, 99];
     let (mut chosen, mut rest) = ([0; 6], [0; 3]);
     let mut scratch = vec![0; place_scratch_len(6, 9)];
     let p = place(&first, &free, Direction::Either, &mut chosen, &mut rest, &mut scratch).unwrap();
-    // [40] holds only the single page; [61, 60, 59] the run of 3 (going down, as [9, 8, 7]);
-    // the run of 2 the front of [30..33].
-    assert_eq!(chosen, [61, 60, 59, 30, 31, 40]);
-    assert_eq!(rest, [32, 33, 99]);
+    // 59..=61 holds the run of 3 exactly (going down, as [9, 8, 7]); the run of 2 takes
+    // the top of 30..=33; the single page the lower of the two 1-page extents.
+    assert_eq!(chosen, [61, 60, 59, 32, 33, 40]);
+    assert_eq!(rest, [30, 31, 99]);
     assert_eq!((p.bound, p.placed, p.own, p.split, p.fallback), (3, 3, 5, 0, false));
 }
 
@@ -122,7 +122,8 @@ fn split_when_no_extent_holds_a_run() {
     let (mut chosen, mut rest) = ([0; 4], [0; 2]);
     let mut scratch = vec![0; place_scratch_len(4, 6)];
     let p = place(&first, &free, Direction::Either, &mut chosen, &mut rest, &mut scratch).unwrap();
-    // No extent holds 4 pages; the run is split over the list in order: [10, 11], [50, 51].
+    // No extent holds 4 pages; the run is split from the extents with the most room:
+    // 50..=52, then the top of 10..=11: [50, 51, 52, 11], two runs, as the allocator's own.
     assert_eq!((chosen, rest), ([10, 11, 50, 51], [52, 7]));
     assert_eq!((p.split, p.fallback), (1, true)); // and that is the allocator's own choice
 }
@@ -146,8 +147,8 @@ fn errors_name_the_buffer() {
         Err(Error::BufferLength { buffer: "rest", needed: 1, len: 2 })
     );
     assert_eq!(
-        place(&first, &free, d, &mut [0; 3], &mut [0; 1], &mut s[..19]),
-        Err(Error::BufferLength { buffer: "scratch", needed: 20, len: 19 })
+        place(&first, &free, d, &mut [0; 3], &mut [0; 1], &mut s[..21]),
+        Err(Error::BufferLength { buffer: "scratch", needed: 22, len: 21 })
     );
     assert_eq!(
         Error::BufferLength { buffer: "rest", needed: 1, len: 2 }.to_string(),
@@ -163,5 +164,29 @@ fn errors_name_the_buffer() {
 fn scratch_len_saturates() {
     assert_eq!(place_scratch_len(usize::MAX, 0), usize::MAX);
     assert_eq!(place_scratch_len(1, usize::MAX), usize::MAX);
-    assert_eq!(place_scratch_len(4, 10), 36);
+    assert_eq!(place_scratch_len(4, 10), 48);
+}
+
+#[test]
+fn a_page_listed_twice_is_an_error_naming_both_positions() {
+    let d = Direction::Either;
+    let mut s = vec![0; place_scratch_len(5, 6)];
+    // The case: 7 and 8 stand twice in the free list; placed, they went out twice.
+    let (first, free) = ([1u32, 2, 10, 11, 20], [7u32, 8, 50, 7, 8, 30]);
+    let mut chosen = [0u32; 5];
+    assert_eq!(
+        place(&first, &free, d, &mut chosen, &mut [0; 1], &mut s),
+        Err(Error::DuplicatePage { list: "free", first: 0, second: 3 })
+    );
+    assert_eq!(chosen, [0; 5], "nothing written");
+    // In the first side: the smallest page listed twice, by its first two positions.
+    let first = [9u64, 5, 6, 5, 9];
+    assert_eq!(
+        place(&first, &[1u64, 2, 3, 4, 5, 6], d, &mut [0; 5], &mut [0; 1], &mut s),
+        Err(Error::DuplicatePage { list: "first", first: 1, second: 3 })
+    );
+    assert_eq!(
+        Error::DuplicatePage { list: "free", first: 0, second: 3 }.to_string(),
+        "free holds one page at positions 0 and 3: a page can be handed out only once"
+    );
 }

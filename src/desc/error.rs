@@ -74,6 +74,9 @@ impl From<crate::Error> for Error {
             crate::Error::NotEnoughFree { pages, free } => {
                 Error::LengthMismatch { src: pages, dst: free }
             }
+            crate::Error::DuplicatePage { first, second, .. } => {
+                Error::DuplicateDestination { first, second }
+            }
             crate::Error::BufferLength { needed, len, .. } => {
                 Error::LengthMismatch { src: needed, dst: len }
             }

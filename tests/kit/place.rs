@@ -1,5 +1,5 @@
 //! Placement ([`corun::place`]) against a reference written here from the rule in the
-//! module docs, one page and one run at a time, plus the contract any placement must
+//! module docs, one page and one run at a time, over a sorted set of ids, plus the contract any placement must
 //! keep whatever its rule: the chosen pages were free, none twice, as many as asked, the
 //! rest is the free list without them in its order, and no request comes out with more
 //! concurrent runs than the allocator's own choice.
@@ -48,82 +48,96 @@ pub struct Placed<T> {
     pub fallback: bool,
 }
 
-/// The rule, written out: runs longest first, each into the extent (a stretch of the list
-/// stepping by +1 or -1) with the least room that holds it, from its front; leftovers
-/// split over the unused pages in list order; the allocator's own choice unless that is
-/// strictly worse.
-pub fn reference<T: TestIndex>(first: &[T], free: &[T], either: bool) -> Placed<T> {
+/// The smallest page listed twice in `list`, as its first two positions.
+fn duplicate<T: TestIndex>(list: &[T]) -> Option<(usize, usize)> {
+    let mut best: Option<(i128, usize, usize)> = None;
+    for i in 0..list.len() {
+        if let Some(j) = (i + 1..list.len()).find(|&j| list[j] == list[i]) {
+            let v = list[i].wide();
+            if best.is_none_or(|(b, _, _)| v < b) {
+                best = Some((v, i, j));
+            }
+        }
+    }
+    best.map(|(_, i, j)| (i, j))
+}
+
+/// The rule, written out: a page twice in `first` or `free` is an error; the free pages
+/// as sets of consecutive ids (extents); runs longest first, each into the extent with
+/// the least room that holds it (lowest ids on ties), taking its highest ids; leftovers
+/// filled piece by piece from the extent with the most room (lowest ids on ties), again
+/// from the top; the allocator's own choice unless that is strictly worse.
+pub fn reference<T: TestIndex>(
+    first: &[T],
+    free: &[T],
+    either: bool,
+) -> Result<Placed<T>, corun::Error> {
     let n = first.len();
     assert!(free.len() >= n);
+    for (list, pages) in [("first", first), ("free", free)] {
+        if let Some((first, second)) = duplicate(pages) {
+            return Err(corun::Error::DuplicatePage { list, first, second });
+        }
+    }
     let mut runs = pair_runs(first, first, either);
     let bound = runs.len();
     runs.sort_by_key(|&(start, len)| (std::cmp::Reverse(len), start));
-    let up = |v: &[T]| v.len() >= 2 && v[1].wide() > v[0].wide();
+    let mut ids: Vec<i128> = free.iter().map(|p| p.wide()).collect();
+    ids.sort();
+    let mut extents: Vec<(i128, usize)> = Vec::new(); // (lowest id, room)
+    for id in ids {
+        match extents.last_mut() {
+            Some((lo, room)) if *lo + *room as i128 == id => *room += 1,
+            _ => extents.push((id, 1)),
+        }
+    }
     let mut chosen: Vec<Option<T>> = vec![None; n];
-    let mut used = vec![false; free.len()];
-    // Gives the free positions `at` (ascending, one stretch) to first[s..s + at.len()].
-    let mut give = |s: usize, at: &[usize], used: &mut Vec<bool>| {
-        let pages: Vec<T> = at.iter().map(|&p| free[p]).collect();
-        let flip = up(&first[s..s + at.len()]) != up(&pages);
-        for (k, &p) in at.iter().enumerate() {
-            let q = if flip { at[at.len() - 1 - k] } else { p };
-            assert!(chosen[s + k].is_none() && !used[p]);
-            chosen[s + k] = Some(free[q]);
+    // Gives the top `len` ids of extent `x` to first[s..s + len], in that run's direction.
+    let mut give = |s: usize, len: usize, x: usize, extents: &mut Vec<(i128, usize)>| {
+        let (lo, room) = extents[x];
+        assert!(room >= len);
+        let low = lo + (room - len) as i128;
+        let down = len >= 2 && first[s + 1].wide() < first[s].wide();
+        for k in 0..len {
+            let id = if down { low + (len - 1 - k) as i128 } else { low + k as i128 };
+            assert!(chosen[s + k].is_none());
+            chosen[s + k] = Some(T::wrap(id));
         }
-        for &p in at {
-            used[p] = true;
-        }
+        extents[x].1 -= len;
     };
-    // Each run, longest first, into the stretch with the least room that holds it (the
-    // earliest on ties), from the front of what is left of it.
-    let mut extents: Vec<(usize, usize)> = pair_runs(free, free, true); // (front, room)
     let mut placed_run = vec![false; runs.len()];
     for (k, &(s, l)) in runs.iter().enumerate() {
         let best = (0..extents.len())
             .filter(|&x| extents[x].1 >= l)
             .min_by_key(|&x| (extents[x].1, extents[x].0));
         if let Some(x) = best {
-            let (at, room) = extents[x];
-            give(s, &(at..at + l).collect::<Vec<_>>(), &mut used);
-            extents[x] = (at + l, room - l);
+            give(s, l, x, &mut extents);
             placed_run[k] = true;
         }
     }
     let mut split = 0;
-    for k in 0..runs.len() {
+    for (k, &(s, l)) in runs.iter().enumerate() {
         if placed_run[k] {
             continue;
         }
         split += 1;
-        let (s, l) = runs[k];
         let mut done = 0;
         while done < l {
-            // The next unused position, and the unused positions right after it whose
-            // pages keep stepping the way its first step goes (+1 or -1).
-            let p = (0..free.len()).find(|&p| !used[p]).unwrap();
-            let mut at = vec![p];
-            while done + at.len() < l {
-                let q = at[at.len() - 1] + 1;
-                if q >= free.len() || used[q] {
-                    break;
-                }
-                let step = free[q].wide() - free[q - 1].wide();
-                let first_step =
-                    if at.len() >= 2 { free[at[1]].wide() - free[at[0]].wide() } else { step };
-                if step.abs() != 1 || step != first_step {
-                    break;
-                }
-                at.push(q);
-            }
-            give(s + done, &at, &mut used);
-            done += at.len();
+            let most = extents.iter().map(|e| e.1).max().unwrap();
+            let x = (0..extents.len())
+                .filter(|&x| extents[x].1 == most)
+                .min_by_key(|&x| extents[x].0)
+                .unwrap();
+            let m = most.min(l - done);
+            give(s + done, m, x, &mut extents);
+            done += m;
         }
     }
     let chosen: Vec<T> = chosen.into_iter().map(Option::unwrap).collect();
     let placed = pair_runs(first, &chosen, either).len();
     let own = pair_runs(first, &free[..n], either).len();
     if placed >= own {
-        return Placed {
+        return Ok(Placed {
             chosen: free[..n].to_vec(),
             rest: free[n..].to_vec(),
             bound,
@@ -131,14 +145,14 @@ pub fn reference<T: TestIndex>(first: &[T], free: &[T], either: bool) -> Placed<
             own,
             split,
             fallback: true,
-        };
+        });
     }
-    let rest = free.iter().zip(&used).filter(|&(_, &u)| !u).map(|(&p, _)| p).collect();
-    Placed { chosen, rest, bound, placed, own, split, fallback: false }
+    let rest = free.iter().filter(|p| !chosen.contains(p)).copied().collect();
+    Ok(Placed { chosen, rest, bound, placed, own, split, fallback: false })
 }
 
-/// `corun::place` on one input, both directions: the contract, then the reference.
-/// `free` must hold distinct pages.
+/// `corun::place` on one input, both directions: the contract, then the reference
+/// (errors included: a page twice in `first` or `free`).
 pub fn check_place<T: TestIndex>(first: &[T], free: &[T]) {
     for either in [false, true] {
         let direction = if either { Direction::Either } else { Direction::Ascending };
@@ -152,8 +166,17 @@ pub fn check_place<T: TestIndex>(first: &[T], free: &[T]) {
         let mut chosen = vec![T::MIN; n];
         let mut rest = vec![T::MIN; free.len() - n];
         let mut scratch = vec![usize::MAX; place_scratch_len(n, free.len())];
-        let got: Placement = place(first, free, direction, &mut chosen, &mut rest, &mut scratch)
-            .unwrap_or_else(|e| panic!("place failed: {e}"));
+        let got = place(first, free, direction, &mut chosen, &mut rest, &mut scratch);
+        let r = match (got, reference(first, free, either)) {
+            (Ok(got), Ok(r)) => (got, r),
+            (Err(e), Err(want)) => {
+                assert_eq!(e, want, "first={first:?}, free={free:?}");
+                assert!(chosen.iter().chain(&rest).all(|&v| v == T::MIN), "nothing written");
+                continue;
+            }
+            (got, want) => panic!("place gave {got:?}, the reference {want:?}: {first:?} {free:?}"),
+        };
+        let (got, r): (Placement, Placed<T>) = r;
 
         // The contract.
         let mut all: Vec<T> = chosen.iter().chain(&rest).copied().collect();
@@ -175,7 +198,6 @@ pub fn check_place<T: TestIndex>(first: &[T], free: &[T]) {
         }
 
         // The rule.
-        let r = reference(first, free, either);
         assert_eq!(
             (&chosen, &rest, got.bound, got.placed, got.own, got.split, got.fallback),
             (&r.chosen, &r.rest, r.bound, r.placed, r.own, r.split, r.fallback),
