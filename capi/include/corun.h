@@ -112,6 +112,12 @@ typedef enum {
    * Placement was asked for more pages than the free list holds (`free_len < n`).
    */
   CORUN_ERR_NOT_ENOUGH_FREE = 14,
+  /**
+   * A page stands twice in placement's `first` or `free` (placed, it would be handed
+   * out twice); the list and both positions are in the `corun_placement`
+   * (`duplicate_in_free`, `duplicate_first`, `duplicate_second`).
+   */
+  CORUN_ERR_DUPLICATE_PAGE = 15,
 } corun_status;
 
 /**
@@ -167,6 +173,20 @@ typedef struct {
    * 1 when the chosen pages are the allocator's own choice (placing was no better).
    */
   uint8_t fallback;
+  /**
+   * On `CORUN_ERR_DUPLICATE_PAGE`: 1 when the page stands twice in `free`, 0 when in
+   * `first`.
+   */
+  uint8_t duplicate_in_free;
+  /**
+   * On `CORUN_ERR_DUPLICATE_PAGE`: the first position of the smallest page listed
+   * twice.
+   */
+  size_t duplicate_first;
+  /**
+   * On `CORUN_ERR_DUPLICATE_PAGE`: its second position.
+   */
+  size_t duplicate_second;
 } corun_placement;
 
 /**
@@ -385,7 +405,7 @@ const char *corun_version(void);
 
 /**
  * The number of `size_t` words of scratch that `corun_place_*` needs for a request of
- * `n` pages from a free list of `free_len` pages (`4 * n + 2 * free_len`, saturating at
+ * `n` pages from a free list of `free_len` pages (`2 * n + 4 * free_len`, saturating at
  * `SIZE_MAX`).
  */
 size_t corun_place_scratch_len(size_t n, size_t free_len);
@@ -400,16 +420,19 @@ const char *corun_strerror(int32_t status);
  * Chooses the second side's pages (`uint32_t`) for a request whose first side has pages `first[0 .. n]`, from the free list `free[0 .. free_len]`.
  *
  * `free` is in the allocator's priority order (the page it would hand out first
- * comes first: a sorted array of free ids, or the front of a free queue) and holds
- * distinct pages. Writes `chosen[i]`, the page paired with `first[i]` (`n`
- * elements), and `rest`, the free list without the chosen pages in its order
- * (`free_len - n` elements). The rule: the first side's runs (`direction`:
- * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
- * stretch of the free list (stepping by +1 or -1) with the least room that holds
- * it (the earliest on ties), written in the run's direction; runs that fit nowhere are split over the pages still free;
- * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
- * better. `*placement` (zeroed first) says what it did. Errors:
- * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
+ * comes first: a sorted array of free ids, or the front of a free queue: the
+ * window placement may choose from). Writes `chosen[i]`, the page paired with
+ * `first[i]` (`n` elements), and `rest`, the free list without the chosen pages in
+ * its order (`free_len - n` elements). The rule: the first side's runs
+ * (`direction`: `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole
+ * into the extent (a set of consecutive free ids, wherever they stand in `free`)
+ * with the least room that holds it (the lowest ids on ties), taking its highest
+ * ids, written in the run's direction; runs that fit nowhere are split, piece by
+ * piece from the extents with the most room; the allocator's own choice
+ * (`free[0 .. n]`) is kept unless placing is strictly better. `*placement` (zeroed
+ * first) says what it did. Errors: `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`),
+ * `CORUN_ERR_DUPLICATE_PAGE` (a page twice in `first` or `free`: the list and both
+ * positions in `*placement`), `CORUN_ERR_SCRATCH_TOO_SMALL`
  * (`scratch_len < corun_place_scratch_len(n, free_len)`), `CORUN_ERR_INVALID_ARGUMENT`
  * (`direction`), and the pointer errors; nothing is written but `*placement`.
  *
@@ -555,16 +578,19 @@ corun_status corun_gather_u32(const uint32_t *src,
  * Chooses the second side's pages (`uint64_t`) for a request whose first side has pages `first[0 .. n]`, from the free list `free[0 .. free_len]`.
  *
  * `free` is in the allocator's priority order (the page it would hand out first
- * comes first: a sorted array of free ids, or the front of a free queue) and holds
- * distinct pages. Writes `chosen[i]`, the page paired with `first[i]` (`n`
- * elements), and `rest`, the free list without the chosen pages in its order
- * (`free_len - n` elements). The rule: the first side's runs (`direction`:
- * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
- * stretch of the free list (stepping by +1 or -1) with the least room that holds
- * it (the earliest on ties), written in the run's direction; runs that fit nowhere are split over the pages still free;
- * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
- * better. `*placement` (zeroed first) says what it did. Errors:
- * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
+ * comes first: a sorted array of free ids, or the front of a free queue: the
+ * window placement may choose from). Writes `chosen[i]`, the page paired with
+ * `first[i]` (`n` elements), and `rest`, the free list without the chosen pages in
+ * its order (`free_len - n` elements). The rule: the first side's runs
+ * (`direction`: `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole
+ * into the extent (a set of consecutive free ids, wherever they stand in `free`)
+ * with the least room that holds it (the lowest ids on ties), taking its highest
+ * ids, written in the run's direction; runs that fit nowhere are split, piece by
+ * piece from the extents with the most room; the allocator's own choice
+ * (`free[0 .. n]`) is kept unless placing is strictly better. `*placement` (zeroed
+ * first) says what it did. Errors: `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`),
+ * `CORUN_ERR_DUPLICATE_PAGE` (a page twice in `first` or `free`: the list and both
+ * positions in `*placement`), `CORUN_ERR_SCRATCH_TOO_SMALL`
  * (`scratch_len < corun_place_scratch_len(n, free_len)`), `CORUN_ERR_INVALID_ARGUMENT`
  * (`direction`), and the pointer errors; nothing is written but `*placement`.
  *
@@ -710,16 +736,19 @@ corun_status corun_gather_u64(const uint64_t *src,
  * Chooses the second side's pages (`int32_t`) for a request whose first side has pages `first[0 .. n]`, from the free list `free[0 .. free_len]`.
  *
  * `free` is in the allocator's priority order (the page it would hand out first
- * comes first: a sorted array of free ids, or the front of a free queue) and holds
- * distinct pages. Writes `chosen[i]`, the page paired with `first[i]` (`n`
- * elements), and `rest`, the free list without the chosen pages in its order
- * (`free_len - n` elements). The rule: the first side's runs (`direction`:
- * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
- * stretch of the free list (stepping by +1 or -1) with the least room that holds
- * it (the earliest on ties), written in the run's direction; runs that fit nowhere are split over the pages still free;
- * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
- * better. `*placement` (zeroed first) says what it did. Errors:
- * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
+ * comes first: a sorted array of free ids, or the front of a free queue: the
+ * window placement may choose from). Writes `chosen[i]`, the page paired with
+ * `first[i]` (`n` elements), and `rest`, the free list without the chosen pages in
+ * its order (`free_len - n` elements). The rule: the first side's runs
+ * (`direction`: `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole
+ * into the extent (a set of consecutive free ids, wherever they stand in `free`)
+ * with the least room that holds it (the lowest ids on ties), taking its highest
+ * ids, written in the run's direction; runs that fit nowhere are split, piece by
+ * piece from the extents with the most room; the allocator's own choice
+ * (`free[0 .. n]`) is kept unless placing is strictly better. `*placement` (zeroed
+ * first) says what it did. Errors: `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`),
+ * `CORUN_ERR_DUPLICATE_PAGE` (a page twice in `first` or `free`: the list and both
+ * positions in `*placement`), `CORUN_ERR_SCRATCH_TOO_SMALL`
  * (`scratch_len < corun_place_scratch_len(n, free_len)`), `CORUN_ERR_INVALID_ARGUMENT`
  * (`direction`), and the pointer errors; nothing is written but `*placement`.
  *
@@ -865,16 +894,19 @@ corun_status corun_gather_i32(const int32_t *src,
  * Chooses the second side's pages (`int64_t`) for a request whose first side has pages `first[0 .. n]`, from the free list `free[0 .. free_len]`.
  *
  * `free` is in the allocator's priority order (the page it would hand out first
- * comes first: a sorted array of free ids, or the front of a free queue) and holds
- * distinct pages. Writes `chosen[i]`, the page paired with `first[i]` (`n`
- * elements), and `rest`, the free list without the chosen pages in its order
- * (`free_len - n` elements). The rule: the first side's runs (`direction`:
- * `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
- * stretch of the free list (stepping by +1 or -1) with the least room that holds
- * it (the earliest on ties), written in the run's direction; runs that fit nowhere are split over the pages still free;
- * the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
- * better. `*placement` (zeroed first) says what it did. Errors:
- * `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
+ * comes first: a sorted array of free ids, or the front of a free queue: the
+ * window placement may choose from). Writes `chosen[i]`, the page paired with
+ * `first[i]` (`n` elements), and `rest`, the free list without the chosen pages in
+ * its order (`free_len - n` elements). The rule: the first side's runs
+ * (`direction`: `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole
+ * into the extent (a set of consecutive free ids, wherever they stand in `free`)
+ * with the least room that holds it (the lowest ids on ties), taking its highest
+ * ids, written in the run's direction; runs that fit nowhere are split, piece by
+ * piece from the extents with the most room; the allocator's own choice
+ * (`free[0 .. n]`) is kept unless placing is strictly better. `*placement` (zeroed
+ * first) says what it did. Errors: `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`),
+ * `CORUN_ERR_DUPLICATE_PAGE` (a page twice in `first` or `free`: the list and both
+ * positions in `*placement`), `CORUN_ERR_SCRATCH_TOO_SMALL`
  * (`scratch_len < corun_place_scratch_len(n, free_len)`), `CORUN_ERR_INVALID_ARGUMENT`
  * (`direction`), and the pointer errors; nothing is written but `*placement`.
  *

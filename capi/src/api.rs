@@ -170,24 +170,31 @@ fn place<T: Index>(
         disjoint(&[input, outs[0], outs[1], outs[2], outs[3]])?;
     }
     let placement = ffi::out(placement)?;
-    let p = corun::place(
+    let placed = corun::place(
         ffi::read(f),
         ffi::read(fr),
         direction,
         ffi::write_as::<T, T>(c),
         ffi::write_as::<T, T>(r),
         ffi::write_as::<usize, usize>(sc),
-    )
-    .map_err(|e| match e {
-        corun::Error::NotEnoughFree { .. } => CORUN_ERR_NOT_ENOUGH_FREE,
-        _ => CORUN_ERR_SCRATCH_TOO_SMALL,
-    })?;
+    );
+    let p = match placed {
+        Ok(p) => p,
+        Err(corun::Error::DuplicatePage { list, first, second }) => {
+            placement.duplicate_in_free = u8::from(list == "free");
+            (placement.duplicate_first, placement.duplicate_second) = (first, second);
+            return Err(CORUN_ERR_DUPLICATE_PAGE);
+        }
+        Err(corun::Error::NotEnoughFree { .. }) => return Err(CORUN_ERR_NOT_ENOUGH_FREE),
+        Err(_) => return Err(CORUN_ERR_SCRATCH_TOO_SMALL),
+    };
     *placement = corun_placement {
         bound: p.bound,
         placed: p.placed,
         own: p.own,
         split: p.split,
         fallback: u8::from(p.fallback),
+        ..corun_placement::default()
     };
     Ok(())
 }
@@ -391,7 +398,7 @@ pub extern "C" fn corun_version() -> *const c_char {
 }
 
 /// The number of `size_t` words of scratch that `corun_place_*` needs for a request of
-/// `n` pages from a free list of `free_len` pages (`4 * n + 2 * free_len`, saturating at
+/// `n` pages from a free list of `free_len` pages (`2 * n + 4 * free_len`, saturating at
 /// `SIZE_MAX`).
 #[unsafe(no_mangle)]
 pub extern "C" fn corun_place_scratch_len(n: usize, free_len: usize) -> usize {
@@ -412,16 +419,19 @@ macro_rules! typed {
         #[doc = concat!(" Chooses the second side's pages (`", $c, "`) for a request whose first side has pages `first[0 .. n]`, from the free list `free[0 .. free_len]`.")]
         ///
         /// `free` is in the allocator's priority order (the page it would hand out first
-        /// comes first: a sorted array of free ids, or the front of a free queue) and holds
-        /// distinct pages. Writes `chosen[i]`, the page paired with `first[i]` (`n`
-        /// elements), and `rest`, the free list without the chosen pages in its order
-        /// (`free_len - n` elements). The rule: the first side's runs (`direction`:
-        /// `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole into the
-        /// stretch of the free list (stepping by +1 or -1) with the least room that holds
-        /// it (the earliest on ties), written in the run's direction; runs that fit nowhere are split over the pages still free;
-        /// the allocator's own choice (`free[0 .. n]`) is kept unless placing is strictly
-        /// better. `*placement` (zeroed first) says what it did. Errors:
-        /// `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`), `CORUN_ERR_SCRATCH_TOO_SMALL`
+        /// comes first: a sorted array of free ids, or the front of a free queue: the
+        /// window placement may choose from). Writes `chosen[i]`, the page paired with
+        /// `first[i]` (`n` elements), and `rest`, the free list without the chosen pages in
+        /// its order (`free_len - n` elements). The rule: the first side's runs
+        /// (`direction`: `CORUN_ASCENDING` or `CORUN_EITHER`), longest first, each go whole
+        /// into the extent (a set of consecutive free ids, wherever they stand in `free`)
+        /// with the least room that holds it (the lowest ids on ties), taking its highest
+        /// ids, written in the run's direction; runs that fit nowhere are split, piece by
+        /// piece from the extents with the most room; the allocator's own choice
+        /// (`free[0 .. n]`) is kept unless placing is strictly better. `*placement` (zeroed
+        /// first) says what it did. Errors: `CORUN_ERR_NOT_ENOUGH_FREE` (`free_len < n`),
+        /// `CORUN_ERR_DUPLICATE_PAGE` (a page twice in `first` or `free`: the list and both
+        /// positions in `*placement`), `CORUN_ERR_SCRATCH_TOO_SMALL`
         /// (`scratch_len < corun_place_scratch_len(n, free_len)`), `CORUN_ERR_INVALID_ARGUMENT`
         /// (`direction`), and the pointer errors; nothing is written but `*placement`.
         ///

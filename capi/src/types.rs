@@ -105,6 +105,10 @@ statuses! {
     CORUN_ERR_DUPLICATE_DESTINATION = 13 => c"two pairs have the same destination",
     /// Placement was asked for more pages than the free list holds (`free_len < n`).
     CORUN_ERR_NOT_ENOUGH_FREE = 14 => c"the free list holds fewer pages than the request",
+    /// A page stands twice in placement's `first` or `free` (placed, it would be handed
+    /// out twice); the list and both positions are in the `corun_placement`
+    /// (`duplicate_in_free`, `duplicate_first`, `duplicate_second`).
+    CORUN_ERR_DUPLICATE_PAGE = 15 => c"a page stands twice in first or free",
 }
 
 /// One run: positions `start .. start + len` of the input arrays.
@@ -168,6 +172,14 @@ pub struct corun_placement {
     pub split: usize,
     /// 1 when the chosen pages are the allocator's own choice (placing was no better).
     pub fallback: u8,
+    /// On `CORUN_ERR_DUPLICATE_PAGE`: 1 when the page stands twice in `free`, 0 when in
+    /// `first`.
+    pub duplicate_in_free: u8,
+    /// On `CORUN_ERR_DUPLICATE_PAGE`: the first position of the smallest page listed
+    /// twice.
+    pub duplicate_first: usize,
+    /// On `CORUN_ERR_DUPLICATE_PAGE`: its second position.
+    pub duplicate_second: usize,
 }
 
 /// One layer buffer on both sides: page `i` is `item_len` bytes at `src_base + i *

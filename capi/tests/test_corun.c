@@ -482,19 +482,20 @@ static void test_sort_by_destination(void) {
           CORUN_ERR_OVERLAP);
 }
 
-/* Placement: each first-side run into one stretch of the free list, in the run's
- * direction; the rest keeps the list's order; errors leave *placement zeroed. */
+/* Placement: each first-side run into one extent (consecutive free ids), in the run's
+ * direction; the rest keeps the list's order; errors leave *placement zeroed (but for
+ * the positions of a page listed twice). */
 static void test_place(void) {
     const int64_t first[6] = {9, 8, 7, 20, 21, 5};
     const int64_t free_list[9] = {40, 61, 60, 59, 30, 31, 32, 33, 99};
-    const int64_t want_chosen[6] = {61, 60, 59, 30, 31, 40};
-    const int64_t want_rest[3] = {32, 33, 99};
+    const int64_t want_chosen[6] = {61, 60, 59, 32, 33, 40};
+    const int64_t want_rest[3] = {30, 31, 99};
     int64_t chosen[6], rest[3];
-    size_t scratch[42];
+    size_t scratch[48];
     corun_placement p;
-    CHECK(corun_place_scratch_len(6, 9) == 42);
+    CHECK(corun_place_scratch_len(6, 9) == 48);
     CHECK(corun_place_scratch_len(SIZE_MAX, 0) == SIZE_MAX);
-    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, rest, scratch, 42, &p) ==
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, rest, scratch, 48, &p) ==
           CORUN_OK);
     CHECK(memcmp(chosen, want_chosen, sizeof chosen) == 0);
     CHECK(memcmp(rest, want_rest, sizeof rest) == 0);
@@ -502,21 +503,30 @@ static void test_place(void) {
     /* The other index types share the body: one call each. */
     const uint32_t f32[3] = {3, 4, 5}, r32[4] = {9, 10, 11, 12};
     uint32_t c32[3], rest32[1];
-    CHECK(corun_place_u32(f32, 3, r32, 4, CORUN_ASCENDING, c32, rest32, scratch, 20, &p) ==
+    CHECK(corun_place_u32(f32, 3, r32, 4, CORUN_ASCENDING, c32, rest32, scratch, 22, &p) ==
           CORUN_OK && p.fallback == 1 && c32[0] == 9 && rest32[0] == 12);
     /* Errors: *placement is zeroed first, nothing else is written. */
     p.placed = 99;
-    CHECK(corun_place_i64(first, 6, free_list, 5, CORUN_EITHER, chosen, rest, scratch, 42, &p) ==
+    CHECK(corun_place_i64(first, 6, free_list, 5, CORUN_EITHER, chosen, rest, scratch, 48, &p) ==
           CORUN_ERR_NOT_ENOUGH_FREE && p.placed == 0);
     p.placed = 99;
-    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, rest, scratch, 41, &p) ==
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, rest, scratch, 47, &p) ==
           CORUN_ERR_SCRATCH_TOO_SMALL && p.placed == 0);
-    CHECK(corun_place_i64(first, 6, free_list, 9, 7, chosen, rest, scratch, 42, &p) ==
+    CHECK(corun_place_i64(first, 6, free_list, 9, 7, chosen, rest, scratch, 48, &p) ==
           CORUN_ERR_INVALID_ARGUMENT);
-    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, chosen + 2, scratch, 42,
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, chosen, chosen + 2, scratch, 48,
                           &p) == CORUN_ERR_OVERLAP);
-    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, NULL, rest, scratch, 42, &p) ==
+    CHECK(corun_place_i64(first, 6, free_list, 9, CORUN_EITHER, NULL, rest, scratch, 48, &p) ==
           CORUN_ERR_NULL);
+    /* A page twice in free (7, at 0 and 3): placed, it would go out twice. */
+    const uint32_t f5[5] = {1, 2, 10, 11, 20}, dup[6] = {7, 8, 50, 7, 8, 30};
+    uint32_t c5[5], rest5[1];
+    CHECK(corun_place_u32(f5, 5, dup, 6, CORUN_EITHER, c5, rest5, scratch, 48, &p) ==
+          CORUN_ERR_DUPLICATE_PAGE && p.duplicate_in_free == 1 && p.duplicate_first == 0 &&
+          p.duplicate_second == 3 && p.placed == 0);
+    CHECK(corun_place_u32(dup, 5, f5, 5, CORUN_EITHER, c5, rest5, scratch, 48, &p) ==
+          CORUN_ERR_DUPLICATE_PAGE && p.duplicate_in_free == 0 && p.duplicate_first == 0 &&
+          p.duplicate_second == 3);
     CHECK(strcmp(corun_strerror(CORUN_ERR_NOT_ENOUGH_FREE),
                  "the free list holds fewer pages than the request") == 0);
 }

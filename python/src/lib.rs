@@ -11,7 +11,7 @@ use std::num::{NonZeroU64, NonZeroUsize};
 
 use ::corun::desc::{self, Layer, Layout, Plan};
 use ::corun::{Direction, Grouper, Index, Span};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -39,13 +39,32 @@ fn kernel<T: Send>(py: Python<'_>, len: usize, f: impl FnOnce() -> T + Send) -> 
 
 /// The `direction` parameter: `"ascending"` (SGLang's runs) or `"either"` (runs may
 /// also descend on both sides, as vLLM's recycled blocks do).
-fn direction(d: &str) -> PyResult<Direction> {
-    match d {
-        "ascending" => Ok(Direction::Ascending),
-        "either" => Ok(Direction::Either),
-        _ => Err(PyValueError::new_err(format!(
-            "direction must be \"ascending\" or \"either\", got {d:?}"
-        ))),
+/// A `direction=` argument: the str "ascending" or "either". Anything else is an error
+/// that names the parameter (pyo3's own extraction error does not): `ValueError` for
+/// another str, `TypeError` for another type (`None`, `1`, `b"either"`).
+struct DirectionArg(Direction);
+
+const ASCENDING: DirectionArg = DirectionArg(Direction::Ascending);
+const EITHER: DirectionArg = DirectionArg(Direction::Either);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for DirectionArg {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let Ok(d) = obj.extract::<String>() else {
+            let what = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+            return Err(PyTypeError::new_err(format!(
+                "direction must be the str \"ascending\" or \"either\", got {what} ({})",
+                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            )));
+        };
+        match d.as_str() {
+            "ascending" => Ok(ASCENDING),
+            "either" => Ok(EITHER),
+            _ => Err(PyValueError::new_err(format!(
+                "direction must be \"ascending\" or \"either\", got {d:?}"
+            ))),
+        }
     }
 }
 
@@ -103,15 +122,16 @@ fn group_concurrent_contiguous<'py>(
 /// starts are its first positions; its lowest pages are ``starts - (lengths - 1)``).
 /// Unequal lengths (one empty side included) raise ``ValueError``.
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, max_len=None, direction="ascending"))]
+#[pyo3(signature = (src, dst, *, max_len=None, direction=ASCENDING),
+       text_signature = "(src, dst, *, max_len=None, direction='ascending')")]
 fn runs<'py>(
     py: Python<'py>,
     src: &Bound<'py, PyAny>,
     dst: &Bound<'py, PyAny>,
     max_len: Option<&Bound<'py, PyAny>>,
-    direction: &str,
+    direction: DirectionArg,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let base = Grouper::new().direction(self::direction(direction)?);
+    let base = Grouper::new().direction(direction.0);
     let grouper = match max_len.filter(|m| !m.is_none()) {
         None => base,
         Some(m) => {
@@ -175,14 +195,15 @@ fn sort_by_destination<'py>(
 /// docs of ``corun::place``. ``free`` must hold distinct pages; fewer pages than
 /// ``first`` is a ``ValueError``.
 #[pyfunction]
-#[pyo3(signature = (first, free, *, direction="either"))]
+#[pyo3(signature = (first, free, *, direction=EITHER),
+       text_signature = "(first, free, *, direction='either')")]
 fn place<'py>(
     py: Python<'py>,
     first: &Bound<'py, PyAny>,
     free: &Bound<'py, PyAny>,
-    direction: &str,
+    direction: DirectionArg,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let direction = self::direction(direction)?;
+    let direction = direction.0;
     let (f_idx, r_idx) = (indices(first, "first")?, indices(free, "free")?);
     let out =
         with_slices!(&f_idx, &r_idx, Keep::Pages, |f, r| output::placed(py, &f, &r, direction)?);
@@ -211,7 +232,8 @@ fn place<'py>(
 /// ``direction="either"`` merges runs that descend on both sides too (vLLM's recycled
 /// blocks): such a run's descriptor starts at its lowest page.
 #[pyfunction]
-#[pyo3(signature = (src, dst, src_bases, dst_bases, item_lens, *, max_bytes=None, form="arrays", src_dev_id=None, dst_dev_id=None, direction="ascending"))]
+#[pyo3(signature = (src, dst, src_bases, dst_bases, item_lens, *, max_bytes=None, form="arrays", src_dev_id=None, dst_dev_id=None, direction=ASCENDING),
+       text_signature = "(src, dst, src_bases, dst_bases, item_lens, *, max_bytes=None, form='arrays', src_dev_id=None, dst_dev_id=None, direction='ascending')")]
 #[allow(clippy::too_many_arguments)]
 fn transfer_descriptors<'py>(
     py: Python<'py>,
@@ -224,9 +246,9 @@ fn transfer_descriptors<'py>(
     form: &str,
     src_dev_id: Option<&Bound<'py, PyAny>>,
     dst_dev_id: Option<&Bound<'py, PyAny>>,
-    direction: &str,
+    direction: DirectionArg,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let grouper = Grouper::new().direction(self::direction(direction)?);
+    let grouper = Grouper::new().direction(direction.0);
     let dev_id = |obj: Option<&Bound<'py, PyAny>>, name| match obj.filter(|o| !o.is_none()) {
         None => Ok(0),
         Some(o) => input::u64_param(o, name),

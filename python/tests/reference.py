@@ -76,58 +76,61 @@ def reference_descriptors(src, dst, src_bases, dst_bases, item_lens, max_bytes=N
 
 def reference_place(first, free, direction="either"):
     """``place``: (chosen, rest, stats), from the rule in its docs, a page at a time.
-    Runs of ``first`` (``spans`` of first with itself) longest first, ties by position;
-    extents are stretches of ``free`` in list order stepping by +1 or -1; each run goes to
-    the front of the extent with the least room that holds it (the earliest on ties); runs
-    that fit nowhere take the
-    unused pages in list order, a stretch at a time; each piece is written in its run's
-    direction; the allocator's own choice ``free[:n]`` unless placing is strictly better."""
+    A page twice in ``first`` or ``free`` is a ``ValueError`` naming the list and the
+    first two positions of the smallest such page. Runs of ``first`` (``spans`` of first
+    with itself) longest first, ties by position; extents are the sets of consecutive ids
+    in ``free``, wherever they stand; each run takes the top of the extent with the least
+    room that holds it (the lowest ids on ties); runs that fit nowhere are filled piece
+    by piece from the top of the extent with the most room (the lowest ids on ties); each
+    piece is written in its run's direction; the allocator's own choice ``free[:n]``
+    unless placing is strictly better."""
     f, fr = [int(v) for v in first], [int(v) for v in free]
     n = len(f)
     if len(fr) < n:
         raise ValueError(f"free holds {len(fr)} pages, fewer than the {n} the request needs")
+    for name, pages in (("first", f), ("free", fr)):
+        twice = sorted({v for v in pages if pages.count(v) > 1})
+        if twice:
+            at = [i for i, v in enumerate(pages) if v == twice[0]]
+            raise ValueError(f"{name} holds one page at positions {at[0]} and {at[1]}: "
+                             "a page can be handed out only once")
     runs = sorted(spans(f, f, direction=direction), key=lambda r: (-r[1], r[0]))
     bound = len(runs)
-    chosen, used, done_run = [None] * n, [False] * len(fr), [False] * len(runs)
+    chosen = [None] * n
+    extents = []  # [lowest id, room]
+    for v in sorted(fr):
+        if extents and extents[-1][0] + extents[-1][1] == v:
+            extents[-1][1] += 1
+        else:
+            extents.append([v, 1])
 
-    def up(v):
-        return len(v) >= 2 and v[1] > v[0]
+    def give(s, ln, e):
+        low = e[0] + e[1] - ln
+        ids = list(range(low, low + ln))
+        if ln >= 2 and f[s + 1] < f[s]:
+            ids.reverse()
+        chosen[s:s + ln] = ids
+        e[1] -= ln
 
-    def give(s, at):
-        pages = [fr[p] for p in at]
-        if up(f[s:s + len(at)]) != up(pages):
-            pages.reverse()
-        chosen[s:s + len(at)] = pages
-        for p in at:
-            used[p] = True
-
-    extents = [[pos, length] for pos, length in spans(fr, fr, direction="either")]  # front, room
-    for k, (s, ln) in enumerate(runs):
+    left = []
+    for s, ln in runs:
         fits = [e for e in extents if e[1] >= ln]
         if fits:
-            e = min(fits, key=lambda e: (e[1], e[0]))
-            give(s, list(range(e[0], e[0] + ln)))
-            e[0], e[1] = e[0] + ln, e[1] - ln
-            done_run[k] = True
-    split = 0
-    for k, (s, ln) in enumerate(runs):
-        if done_run[k]:
-            continue
-        split += 1
+            give(s, ln, min(fits, key=lambda e: (e[1], e[0])))
+        else:
+            left.append((s, ln))
+    split = len(left)
+    for s, ln in left:
         done = 0
         while done < ln:
-            p = used.index(False)
-            at = [p]
-            while done + len(at) < ln and at[-1] + 1 < len(fr) and not used[at[-1] + 1]:
-                step = fr[at[-1] + 1] - fr[at[-1]]
-                if abs(step) != 1 or (len(at) >= 2 and step != fr[at[1]] - fr[at[0]]):
-                    break
-                at.append(at[-1] + 1)
-            give(s + done, at)
-            done += len(at)
+            e = min(extents, key=lambda e: (-e[1], e[0]))
+            m = min(e[1], ln - done)
+            give(s + done, m, e)
+            done += m
     placed = len(spans(f, chosen, direction=direction)) if n else 0
     own = len(spans(f, fr[:n], direction=direction))
     if placed >= own:
         return fr[:n], fr[n:], dict(bound=bound, placed=own, own=own, split=split, fallback=True)
-    rest = [p for p, u in zip(fr, used) if not u]
+    taken = set(chosen)
+    rest = [p for p in fr if p not in taken]
     return chosen, rest, dict(bound=bound, placed=placed, own=own, split=split, fallback=False)
