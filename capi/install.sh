@@ -4,8 +4,8 @@
 #
 #   PREFIX/include/corun.h
 #   PREFIX/lib/libcorun.a                           static, debug info stripped
-#   PREFIX/lib/libcorun.so.0.1.0                    shared, SONAME libcorun.so.0.1
-#   PREFIX/lib/libcorun.so.0.1 -> libcorun.so.0.1.0, libcorun.so -> libcorun.so.0.1
+#   PREFIX/lib/libcorun.so.0.2.0                    shared, SONAME libcorun.so.0.2
+#   PREFIX/lib/libcorun.so.0.2 -> libcorun.so.0.2.0, libcorun.so -> libcorun.so.0.2
 #   PREFIX/lib/pkgconfig/corun.pc                   pkg-config --cflags --libs corun
 #   PREFIX/lib/cmake/corun/corunConfig.cmake        find_package(corun): corun::corun
 #   PREFIX/lib/cmake/corun/corunConfigVersion.cmake   (shared), corun::static
