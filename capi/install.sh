@@ -10,6 +10,7 @@
 #   PREFIX/lib/pkgconfig/corun-static.pc            ... corun-static (libcorun.a)
 #   PREFIX/lib/cmake/corun/corunConfig.cmake        find_package(corun): corun::corun
 #   PREFIX/lib/cmake/corun/corunConfigVersion.cmake   (shared), corun::static
+#   PREFIX/share/doc/corun/                         README.md, the licences
 #
 #   bash capi/install.sh /usr/local       (or any prefix; DESTDIR is honoured)
 #
@@ -19,7 +20,7 @@
 # prefix; for a prefix the dynamic loader searches (/usr/local/lib on Debian), this runs
 # ldconfig when it can (root, no DESTDIR), for programs linked without the .pc.
 set -euo pipefail
-if [ $# -ne 1 ] || [ "$1" = --help ]; then sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit $(($# != 1)); fi
+if [ $# -ne 1 ] || [ "$1" = --help ]; then sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit $(($# != 1)); fi
 prefix=$1
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -32,7 +33,8 @@ if [ "$major" = 0 ]; then soname=libcorun.so.0.$minor; else soname=libcorun.so.$
 target=${CARGO_TARGET_DIR:-$root/target}
 cargo build -q -p corun-capi --release --manifest-path "$root/Cargo.toml"
 dest=${DESTDIR:-}$prefix
-mkdir -p "$dest/include" "$dest/lib/pkgconfig" "$dest/lib/cmake/corun"
+mkdir -p "$dest/include" "$dest/lib/pkgconfig" "$dest/lib/cmake/corun" "$dest/share/doc/corun"
+install -m 644 "$here/README.md" "$here/LICENSE" "$here/LICENSE-MIT" "$here/LICENSE-APACHE" "$dest/share/doc/corun/"
 install -m 644 "$here/include/corun.h" "$dest/include/corun.h"
 install -m 644 "$target/release/libcorun.a" "$dest/lib/libcorun.a"
 strip --strip-debug "$dest/lib/libcorun.a"
