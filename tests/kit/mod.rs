@@ -11,9 +11,9 @@
 //! when corun's feature `heapless` is on (`cargo test` without it runs the rest), and in
 //! the fuzz targets (`--cfg fuzzing`, set by cargo-fuzz: the fuzz kit crate always enables
 //! the feature on corun but has no feature of its own to test).
-#![allow(dead_code, unused_imports)]
-// In the fuzz kit crate `feature = "heapless"` names no feature of that crate.
-#![cfg_attr(fuzzing, allow(unexpected_cfgs))]
+// unexpected_cfgs: the fuzz kit crate (fuzz/kit) declares neither `fuzzing` nor a
+// feature `heapless` (corun's own Cargo.toml declares both).
+#![allow(dead_code, unused_imports, unexpected_cfgs)]
 
 pub use arbitrary;
 
