@@ -53,6 +53,10 @@ gcc "${cflags[@]}" tests/test_corun.c "$lib" $libs -o "$out/test_corun"
 gcc "${cflags[@]}" tests/test_post_writes.c "$lib" $libs -o "$out/test_post_writes"
 "$out/test_post_writes"
 
+echo "== example: quickstart, libc only (ASan + UBSan)"
+gcc "${cflags[@]}" examples/quickstart.c "$lib" $libs -o "$out/quickstart"
+"$out/quickstart"
+
 echo "== example: RDMA WRITE chains against libibverbs (built and linked; no device here)"
 gcc -std=c99 -Wall -Wextra -Werror -pedantic -O2 -Iinclude examples/post_writes.c "$lib" \
   -libverbs $libs -o "$out/post_writes"

@@ -1,60 +1,7 @@
 //! The SIMD kernel, written once over [`Lanes`]: break bitmasks, a block at a time.
 //!
-//! A *pair* `p` is positions `(p, p + 1)`. It is a *break* unless both `src` and `dst` step
-//! by exactly their step there (+1 unless the caller chose another). For a block of
-//! `BLOCK` (64) pairs starting at `base` the kernel loads `a = x[base..base + BLOCK]` and
-//! `b = x[base + 1..base + 1 + BLOCK]` for both arrays and sets bit `k` of the block's
-//! mask when pair `base + k` is a break. Every output form is built on these masks: the
-//! number of runs is the masks' population count plus one, and the runs end at their set
-//! bits (a `trailing_zeros` loop whose trip count is the block's break count).
-//!
-//! # The algorithm
-//!
-//! ```text
-//! for each block of 64 pairs (the last, partial one copied into a padded block):
-//!     # clean test: one load per vector, as reading the arrays costs
-//!     if src[base] <= MAX - 64*step and dst[base] <= MAX - 64*step   # no wrap possible
-//!        and src[base+64] == src[base] + 64*step and likewise dst:   # the ends agree
-//!         any = 0
-//!         for each vector v of the block:                            # 8 or 16 lanes
-//!             any |= (src[v] ^ (src[base] + iota*step)) | (dst[v] ^ (dst[base] + iota*step))
-//!         if any == 0: skip the block                                # one run, no bits
-//!     # exact bits
-//!     good = 0; tops = 0
-//!     for each vector v:
-//!         stepped = (b_src[v] - a_src[v] == step) & (b_dst[v] - a_dst[v] == step)  # wrapping
-//!         good   |= movemask(stepped) << v*WIDTH
-//!         tops   |= signed ? b_src[v] | b_dst[v] : a_src[v] | a_dst[v]
-//!     bits = !good
-//!     if movemask(tops) != 0:                          # a top bit set: a wrap is possible
-//!         bits |= the pairs whose top bit flips the wrapping way      # wrap_bits, cold
-//!     yield (base, bits)
-//! ```
-//!
-//! Why the top bit: with a step of at most half the range, an unsigned value's top bit
-//! can only fall (1 to 0) by wrapping past `MAX`, a signed value's only rise (0 to 1), so
-//! exact arithmetic needs one wrapping subtraction and one bit test per pair, and real page
-//! indices, whose top bits are clear, skip the wrap pass altogether. Steps over half the
-//! range (defined, never used) take `pair_bits`, one exact test per pair.
-//!
-//! # Either direction
-//!
-//! With [`Direction::Either`](crate::Direction) a pair is *up* (both sides step by
-//! `+step`), *down* (both by `-step`: the up test on the swapped pair, so the same exact
-//! arithmetic and wrap rule serve) or bad. A run keeps the direction of its first pair,
-//! so a pair is a break when it is bad, or when it turns (up after down, or down after
-//! up) and the pair before it was not itself a break:
-//!
-//! ```text
-//! up_bad = block_bits(block)               # as above, the clean test first
-//! up     = !up_bad
-//! down   = up_bad == 0 ? 0 : !exact_bits(swapped block) & !up   # step 0: up wins
-//! turns  = (up & (down << 1 | last == down)) | (down & (up << 1 | last == up))
-//! bits   = !(up | down) | (each turn whose previous pair is not a break)  # in order
-//! last   = the direction of the block's last pair, or none if it is a break
-//! ```
-//!
-//! Only turns are resolved one at a time, and an ascending-only scan never runs this.
+//! What it computes and how, in pseudocode, is on the crate's front page (section *The
+//! kernel* of `src/lib.rs`), where docs.rs shows it; this module is private.
 //!
 //! The vector type of each index type and SIMD level is chosen once, in `lanes::pick`;
 //! nothing here names a `wide` type.
@@ -63,7 +10,7 @@ use crate::index::{Index, follows_by};
 use crate::lanes::{BLOCK, Lanes};
 use crate::step::{LaneSteps, Steps};
 
-/// Break bits of one block (see the module docs).
+/// Break bits of one block (see *The kernel* in the crate docs).
 ///
 /// A block without breaks is one run: `x[base + k] == x[base] + k * step` for `k` in
 /// `0..=BLOCK`, on both sides, with no wrap. That needs one load per vector (the floor's

@@ -1,5 +1,5 @@
 //! The contract, point by point, and the numpy helper's documented cases adapted to it.
-#![cfg(all(feature = "alloc", feature = "heapless"))]
+#![cfg(feature = "alloc")]
 
 mod common;
 mod kit;

@@ -1,6 +1,6 @@
 //! Property tests of `corun::desc` against `corun::scalar::desc`, for every index type,
 //! on run-built inputs (strided too) and layouts near the limits of `u64` addresses.
-#![cfg(all(feature = "alloc", feature = "heapless"))]
+#![cfg(feature = "alloc")]
 
 mod common;
 mod kit;

@@ -3,7 +3,7 @@
 //! campaign left one, the fuzzer's own corpus (`fuzz/corpus/<target>/`, not in git; skipped
 //! with `FUZZ_CORPUS=seeds`, as under emulation, where it takes minutes) through the same
 //! checks the fuzz targets run.
-#![cfg(all(feature = "alloc", feature = "heapless"))]
+#![cfg(feature = "alloc")]
 
 mod kit;
 

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 /** The version as a string, "MAJOR.MINOR.PATCH" (what `corun_version()` returns). */
-#define CORUN_VERSION_STRING "0.1.0"
+#define CORUN_VERSION_STRING "0.2.0"
 
 /** Grouping options meaning "maximal runs of +1 steps" (the same as passing NULL). C++ has
  * no compound literals: there it is a braced temporary of the same value. */
@@ -34,7 +34,7 @@
 /**
  * The minor version. 
  */
-#define CORUN_VERSION_MINOR 1
+#define CORUN_VERSION_MINOR 2
 
 /**
  * The patch version. 

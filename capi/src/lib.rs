@@ -3,7 +3,7 @@
 //!
 //! Every function checks its pointers and lengths and returns a [`corun_status`]; none
 //! allocates, and none can panic (the no-panic probe links these functions too). The
-//! `unsafe` that turns C pointers into slices lives in [`ffi`] alone.
+//! `unsafe` that turns C pointers into slices lives in `src/ffi.rs` alone.
 #![no_std]
 #![deny(missing_docs)]
 #![allow(non_camel_case_types)]

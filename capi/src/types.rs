@@ -5,7 +5,7 @@ use corun::desc;
 /** The major version of corun this header belongs to. */
 pub const CORUN_VERSION_MAJOR: u32 = 0;
 /** The minor version. */
-pub const CORUN_VERSION_MINOR: u32 = 1;
+pub const CORUN_VERSION_MINOR: u32 = 2;
 /** The patch version. */
 pub const CORUN_VERSION_PATCH: u32 = 0;
 

@@ -11,7 +11,9 @@ use core::num::NonZeroUsize;
 
 use corun::Grouper;
 
-use super::{TestIndex, check_resume, check_resume_heapless, check_with};
+#[cfg(any(feature = "heapless", fuzzing))]
+use super::check_resume_heapless;
+use super::{TestIndex, check_resume, check_with};
 
 /// The values: the limits, one off them, the kernel's wrap guard (`MAX - 64`) and its
 /// neighbours, zero and its neighbours, the middle. `-1` is `MAX` for unsigned types.
@@ -92,7 +94,10 @@ pub fn check_all<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T], caps: &[
             check_resume(&g, src, dst, &[slots]);
         }
         check_resume(&g, src, dst, &[1, 2, 3, 4, 5]);
-        check_resume_heapless::<_, 1>(&g, src, dst, 0);
-        check_resume_heapless::<_, 5>(&g, src, dst, 2);
+        #[cfg(any(feature = "heapless", fuzzing))]
+        {
+            check_resume_heapless::<_, 1>(&g, src, dst, 0);
+            check_resume_heapless::<_, 5>(&g, src, dst, 2);
+        }
     }
 }

@@ -85,6 +85,7 @@ fn check_with_one<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) {
     assert_eq!(&out[..n], &want[..], "group_into spans");
     assert_eq!(out[n..], [SENTINEL; 2], "group_into wrote past its spans");
 
+    #[cfg(any(feature = "heapless", fuzzing))]
     if n <= 256 {
         let mut hv = heapless::Vec::<Span, 256>::new();
         let progress = grouper.group_into_heapless(src, dst, &mut hv).unwrap();
@@ -99,6 +100,7 @@ pub fn check<T: TestIndex>(src: &[T], dst: &[T]) {
     let want = scalar::group(src, dst).unwrap();
     assert_eq!(corun::count_runs(src, dst), Ok(want.len()));
     assert_eq!(corun::runs(src, dst).unwrap().collect::<Vec<_>>(), want);
+    #[cfg(any(feature = "heapless", fuzzing))]
     if want.len() <= 256 {
         let mut hv = heapless::Vec::<Span, 256>::new();
         let done = Progress { consumed: src.len(), spans: want.len() };
@@ -148,6 +150,7 @@ fn check_resume_one<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T], caps:
 }
 
 /// The same with a `heapless::Vec` of capacity `N`, `pre` slots already taken each time.
+#[cfg(any(feature = "heapless", fuzzing))]
 pub fn check_resume_heapless<T: TestIndex, const N: usize>(
     grouper: &Grouper,
     src: &[T],
@@ -157,6 +160,7 @@ pub fn check_resume_heapless<T: TestIndex, const N: usize>(
     both_ways(grouper).for_each(|g| check_resume_heapless_one::<T, N>(&g, src, dst, pre));
 }
 
+#[cfg(any(feature = "heapless", fuzzing))]
 fn check_resume_heapless_one<T: TestIndex, const N: usize>(
     grouper: &Grouper,
     src: &[T],
@@ -195,9 +199,12 @@ pub fn check_mismatch<T: Index>(src: &[T], dst: &[T]) {
         let mut out = [SENTINEL; 4];
         assert_eq!(grouper.group_into(src, dst, &mut out), Err(err));
         assert_eq!(out, [SENTINEL; 4]);
-        let mut hv = heapless::Vec::<corun::Span, 4>::new();
-        assert_eq!(grouper.group_into_heapless(src, dst, &mut hv), Err(err));
-        assert!(hv.is_empty());
+        #[cfg(any(feature = "heapless", fuzzing))]
+        {
+            let mut hv = heapless::Vec::<corun::Span, 4>::new();
+            assert_eq!(grouper.group_into_heapless(src, dst, &mut hv), Err(err));
+            assert!(hv.is_empty());
+        }
         assert_eq!(scalar::count_runs_with(&grouper, src, dst), Err(err));
         assert_eq!(scalar::group_with(&grouper, src, dst), Err(err));
     }

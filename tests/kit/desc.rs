@@ -227,28 +227,38 @@ fn check_descriptors_one<T: super::TestIndex>(
         let Some(c) = cursor else { break };
         let cursor_now = c;
         assert!(k < want.len() + 2, "no progress");
-        let r = if k % 3 == 2 {
-            let mut cols = [vec![0u64; cap], vec![0u64; cap + 1], vec![0u64; cap + 2]];
-            let [sa, da, ln] = &mut cols;
-            let r = plan.descriptors_into_columns(layout, cursor_now, sa, da, ln);
-            let n = valid(&r);
-            got.extend((0..n).map(|i| Descriptor { src_addr: sa[i], dst_addr: da[i], len: ln[i] }));
-            r
-        } else if k % 3 == 0 {
-            let mut out = vec![sentinel; cap];
-            let r = plan.descriptors_into(layout, c, &mut out);
-            let n = valid(&r);
-            assert!(out[n..].iter().all(|d| *d == sentinel), "wrote past its descriptors");
-            got.extend_from_slice(&out[..n]);
-            r
-        } else {
-            let mut hv = heapless::Vec::<Descriptor, 3>::new();
-            let r = plan.descriptors_into_heapless(layout, c, &mut hv);
-            if let Ok(w) = r {
-                assert_eq!(w.descriptors, hv.len());
+        let r = match k % 3 {
+            2 => {
+                let mut cols = [vec![0u64; cap], vec![0u64; cap + 1], vec![0u64; cap + 2]];
+                let [sa, da, ln] = &mut cols;
+                let r = plan.descriptors_into_columns(layout, cursor_now, sa, da, ln);
+                let n = valid(&r);
+                got.extend((0..n).map(|i| Descriptor {
+                    src_addr: sa[i],
+                    dst_addr: da[i],
+                    len: ln[i],
+                }));
+                r
             }
-            got.extend_from_slice(&hv);
-            r
+            // Without the feature, the heapless turns take slices.
+            #[cfg(any(feature = "heapless", fuzzing))]
+            1 => {
+                let mut hv = heapless::Vec::<Descriptor, 3>::new();
+                let r = plan.descriptors_into_heapless(layout, c, &mut hv);
+                if let Ok(w) = r {
+                    assert_eq!(w.descriptors, hv.len());
+                }
+                got.extend_from_slice(&hv);
+                r
+            }
+            _ => {
+                let mut out = vec![sentinel; cap];
+                let r = plan.descriptors_into(layout, c, &mut out);
+                let n = valid(&r);
+                assert!(out[n..].iter().all(|d| *d == sentinel), "wrote past its descriptors");
+                got.extend_from_slice(&out[..n]);
+                r
+            }
         };
         match r {
             Ok(w) => {
@@ -371,17 +381,22 @@ fn check_gather_one<T: super::TestIndex>(
     for (k, &cap) in caps.iter().cycle().enumerate() {
         let Some(c) = cursor else { break };
         assert!(k < want_reqs.len() + 2, "no progress");
-        let (r, s, w) = if k % 2 == 1 && max_sge <= 64 {
-            let mut r = heapless::Vec::<WorkRequest, 3>::new();
-            let mut s = heapless::Vec::<Sge, 64>::new();
-            let w = plan.gather_into_heapless(layout, max_sge, c, &mut r, &mut s).unwrap();
-            assert_eq!((r.len(), s.len()), (w.requests, w.sges), "heapless lengths");
-            (r.to_vec(), s.to_vec(), w)
-        } else {
-            let mut r = vec![WorkRequest::default(); cap.max(1)];
-            let mut s = vec![Sge::default(); max_sge + cap - 1];
-            let w = plan.gather_into(layout, max_sge, c, &mut r, &mut s).unwrap();
-            (r, s, w)
+        let (r, s, w) = match k % 2 {
+            // Without the feature, the heapless turns take slices.
+            #[cfg(any(feature = "heapless", fuzzing))]
+            1 if max_sge <= 64 => {
+                let mut r = heapless::Vec::<WorkRequest, 3>::new();
+                let mut s = heapless::Vec::<Sge, 64>::new();
+                let w = plan.gather_into_heapless(layout, max_sge, c, &mut r, &mut s).unwrap();
+                assert_eq!((r.len(), s.len()), (w.requests, w.sges), "heapless lengths");
+                (r.to_vec(), s.to_vec(), w)
+            }
+            _ => {
+                let mut r = vec![WorkRequest::default(); cap.max(1)];
+                let mut s = vec![Sge::default(); max_sge + cap - 1];
+                let w = plan.gather_into(layout, max_sge, c, &mut r, &mut s).unwrap();
+                (r, s, w)
+            }
         };
         assert!(w.requests > 0 || w.next.is_none(), "no progress with room for a request");
         let base = sges.len();

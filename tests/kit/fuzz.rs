@@ -7,10 +7,11 @@ use arbitrary::Arbitrary;
 use corun::Grouper;
 
 use super::alphabet::{self, Pick};
+#[cfg(any(feature = "heapless", fuzzing))]
+use super::check_resume_heapless;
 use super::desc::{LayoutSpec, check_descriptors, check_gather};
 use super::{
-    Seg, TestIndex, anchor, build, check, check_mismatch, check_resume, check_resume_heapless,
-    check_with, step_of,
+    Seg, TestIndex, anchor, build, check, check_mismatch, check_resume, check_with, step_of,
 };
 
 /// Which index type the arrays are.
@@ -191,11 +192,14 @@ impl Resume {
         let grouper = grouper(self.max_len);
         let caps: Vec<usize> = self.caps.iter().map(|&c| 1 + usize::from(c % 64)).collect();
         let caps = if caps.is_empty() { vec![1] } else { caps };
-        let taken = usize::from(self.heapless_taken);
         with_pairs!(self.pairs, |src, dst| {
             check_resume(&grouper, &src, &dst, &caps);
-            check_resume_heapless::<_, 1>(&grouper, &src, &dst, 0);
-            check_resume_heapless::<_, 7>(&grouper, &src, &dst, taken);
+            #[cfg(any(feature = "heapless", fuzzing))]
+            {
+                check_resume_heapless::<_, 1>(&grouper, &src, &dst, 0);
+                let taken = usize::from(self.heapless_taken);
+                check_resume_heapless::<_, 7>(&grouper, &src, &dst, taken);
+            }
         });
     }
 }

@@ -6,7 +6,14 @@
 //! Every test crate includes it as a module (`mod kit;`) and the fuzz workspace through
 //! the `corun-testkit` crate, so the tests need nothing outside this repository's `tests/`
 //! and build from the published `.crate` alone.
-#![allow(dead_code, unused_imports)]
+//!
+//! The checks of the `heapless` forms are compiled where those forms are: in the tests
+//! when corun's feature `heapless` is on (`cargo test` without it runs the rest), and in
+//! the fuzz targets (`--cfg fuzzing`, set by cargo-fuzz: the fuzz kit crate always enables
+//! the feature on corun but has no feature of its own to test).
+// unexpected_cfgs: the fuzz kit crate (fuzz/kit) declares neither `fuzzing` nor a
+// feature `heapless` (corun's own Cargo.toml declares both).
+#![allow(dead_code, unused_imports, unexpected_cfgs)]
 
 pub use arbitrary;
 
