@@ -55,9 +55,9 @@ fn sift_down(t: &mut impl Table, mut root: usize, end: usize) {
 
 /// Sorts a table ascending by [`Table::less`], unstably: an introsort (quicksort with a
 /// median-of-three pivot, insertion sort below [`SMALL`] rows, and [`heap_sort`] for a
-/// range whose pivots went bad), so `O(n log n)` in the worst case and a few times faster
-/// than the heap sort alone on shuffled rows (fewer comparisons, better locality). In
-/// place, no recursion: pending ranges wait on a fixed stack.
+/// range whose pivots went bad), so `O(n log n)` in the worst case, and fewer comparisons
+/// than the heap sort alone on sorted or nearly sorted rows (a heap sort scrambles them
+/// first). In place, no recursion: pending ranges wait on a fixed stack.
 pub(crate) fn intro_sort(t: &mut impl Table) {
     // The larger side of each split waits while the smaller is sorted, so a pending
     // range at depth `d` holds at most `n / 2^d` rows: 64 entries are enough for any `n`.

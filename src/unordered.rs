@@ -73,10 +73,10 @@ fn by_runs<T: Index>(src: &[T], dst: &[T], src_out: &mut [T], dst_out: &mut [T])
     // (as a `T`) in `src_out[j]`. Its length and direction are read again from `dst`.
     let (mut k, mut at) = (0, 0);
     while at < n {
-        let run = Run::at(dst, at);
-        if k >= n / 2 + 1 {
-            return None; // runs this short: sorting the pages is cheaper
+        if k >= n / 2 {
+            return None; // more than n / 2 runs: sorting the pages is cheaper
         }
+        let run = Run::at(dst, at);
         *dst_out.get_mut(k)? = run.lowest;
         *src_out.get_mut(k)? = position(at)?;
         (k, at) = (k + 1, at + run.len);
