@@ -109,8 +109,9 @@ fn insertion_sort(t: &mut impl Table, lo: usize, hi: usize) {
 }
 
 /// Partitions rows `lo..hi` (more than [`SMALL`]) around the median of the first, middle
-/// and last rows and returns the pivot's final row: rows before it are not greater, rows
-/// after it not less.
+/// and last rows and returns the pivot's final row: rows before it are less, rows after
+/// it not less. (Many equal rows make the split lopsided: the depth budget then hands the
+/// range to the heap sort.)
 fn partition(t: &mut impl Table, lo: usize, hi: usize) -> usize {
     let (mid, last) = (lo + (hi - lo) / 2, hi - 1);
     // Order the three samples, then move the median to `lo`.
@@ -120,25 +121,17 @@ fn partition(t: &mut impl Table, lo: usize, hi: usize) -> usize {
         }
     }
     t.swap(lo, mid);
-    // Hoare's scheme: rows lo+1..i are not greater than the pivot, rows j+1..hi not less.
-    let (mut i, mut j) = (lo + 1, last);
-    loop {
-        while i <= j && t.less(i, lo) {
-            i += 1;
-        }
-        // `j >= i > lo` here, so `j - 1` does not wrap.
-        while i <= j && t.less(lo, j) {
-            j -= 1;
-        }
-        if i >= j {
-            break;
-        }
-        t.swap(i, j);
-        i += 1;
-        j -= 1;
+    // Lomuto's scheme without a branch on the comparison (shuffled rows make that branch
+    // a coin toss): rows lo+1..store are less than the pivot, rows store..i are not;
+    // each row is swapped to `store` and kept there when it is less.
+    let mut store = lo + 1;
+    for i in lo + 1..hi {
+        let less = t.less(i, lo);
+        t.swap(i, store);
+        store += usize::from(less);
     }
-    t.swap(lo, j);
-    j
+    t.swap(lo, store - 1);
+    store - 1
 }
 
 /// Rows `lo..lo + len` of a table, as a table of their own.
