@@ -4,7 +4,9 @@
 SGLang's code is the installed package's own (``pip install --no-deps sglang==0.5.23``,
 loaded from its files by ``sglang_ref``): the helper ``group_concurrent_contiguous``, the
 Mooncake backend's per-layer loop into the three lists ``batch_transfer_sync`` takes, and
-the NIXL backend's loop into the Nx3 arrays ``get_xfer_descs`` takes.
+the NIXL backend's loop into the Nx3 arrays ``get_xfer_descs`` takes. The order-free row
+is against vLLM's MoRIIO connector (``pip install --no-deps vllm==0.33.0``): its
+``merge_contiguous_blocks``, compiled from the installed wheel's file (``moriio_merge``).
 
     python python/bench.py            # N = 2,048 and 16,384; 0%, 5%, 100% breaks; the
                                       # report goes to results/<machine>/<run>/python-bench.txt
@@ -16,9 +18,12 @@ Each row: one input (int32 page lists), each function timed against the code it
 replaces; the rows against "CPython list floor" time ``group_concurrent_contiguous``
 against CPython making the same lists of lists at C speed from ints and slices made
 beforehand (``list_floor``): what the lists alone cost, whoever groups. Layer buffers:
-64 layers x (K, V) = 128, pages of 16 KiB.
+64 layers x (K, V) = 128, pages of 16 KiB. The order-free row has inputs of its own
+(``make_orderfree``: a request's blocks in shuffled runs, as MoRIIO is handed them).
 """
 
+import ast
+import importlib.util
 import os
 import platform
 import statistics
@@ -53,6 +58,73 @@ def make(n, breaks, seed=42):
     dst[brk] += 5
     dst = np.where(np.arange(n) % 2 == 0, dst, 7 + np.arange(n)).astype(np.int32)
     return src, dst
+
+
+def make_orderfree(n, breaks, seed=42):
+    """MoRIIO's inputs for ``n`` blocks of ``PAGE`` bytes (``compute_block_transfer_offsets``
+    makes them: byte offsets of the local and remote blocks in request order, one size
+    each): both sides' block ids run together, each position starting a new run with
+    probability ``breaks`` (a jump of 2-999 on each side); the runs come shuffled, every
+    other one descending on both sides (vLLM's free queue hands recycled blocks out in
+    descending runs), so at 0% the request is one ascending run and at 100% every block
+    stands alone in random order."""
+    rng = np.random.default_rng(seed)
+    brk = rng.random(n) < breaks
+    brk[0] = True
+    local = 100 + np.cumsum(np.where(brk, rng.integers(2, 1000, n), 1))
+    remote = 50 + np.cumsum(np.where(brk, rng.integers(2, 1000, n), 1))
+    runs = np.split(np.arange(n), np.flatnonzero(brk)[1:])
+    order = rng.permutation(len(runs))
+    idx = np.concatenate([runs[r][::-1] if k % 2 else runs[r] for k, r in enumerate(order)])
+    return (local[idx] * PAGE).tolist(), (remote[idx] * PAGE).tolist(), [PAGE] * n
+
+
+VLLM_INSTALL = "pip install --no-deps vllm==0.33.0"
+_moriio = []
+
+
+def moriio_merge(offsets_local, offsets_remote, sizes):
+    """vLLM's MoRIIO ``merge_contiguous_blocks`` itself: sorts the pairs by the local
+    offset, merges neighbours adjacent on both sides. Taken by name (``ast``) from the
+    installed ``moriio_connector.py`` (importing it pulls in torch) and compiled with
+    numpy; the method does not use ``self``."""
+    if not _moriio:
+        spec = importlib.util.find_spec("vllm")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError(f"vLLM is not installed: {VLLM_INSTALL}")
+        path = os.path.join(list(spec.submodule_search_locations)[0], "distributed",
+                            "kv_transfer", "kv_connector", "v1", "moriio", "moriio_connector.py")
+        with open(path) as f:
+            text = f.read()
+        node = next(n for n in ast.walk(ast.parse(text))
+                    if isinstance(n, ast.FunctionDef) and n.name == "merge_contiguous_blocks")
+        code = "\n".join(line[node.col_offset:]
+                         for line in text.splitlines()[node.lineno - 1:node.end_lineno])
+        env = {"np": np}
+        exec(compile(code, "<vllm merge_contiguous_blocks>", "exec"), env)
+        _moriio.append(env[node.name])
+    return _moriio[0](None, offsets_local, offsets_remote, sizes)
+
+
+def corun_merge(offsets_local, offsets_remote, sizes):
+    """MoRIIO's merge with corun, the same lists out: the offsets as block ids (one size,
+    offsets multiples of it, as MoRIIO's block offsets are; else ``ValueError``), sorted by
+    the local side (``sort_by_destination``: the local blocks are distinct), grouped
+    (``runs``) and turned back into bytes."""
+    n = len(offsets_local)
+    size = sizes[0] if n else 1
+    if len(sizes) != n or sizes.count(size) != n or size <= 0:
+        raise ValueError("corun_merge takes one positive size for every block")
+    # The fastest reading of a list of ints measured here (as MoRIIO reads them);
+    # ``np.array`` and ``array.array`` were slower.
+    local = np.fromiter(offsets_local, dtype=np.int64, count=n)
+    remote = np.fromiter(offsets_remote, dtype=np.int64, count=n)
+    local_ids, remote_ids = local // size, remote // size
+    if (local_ids * size != local).any() or (remote_ids * size != remote).any():
+        raise ValueError("corun_merge takes offsets that are multiples of the block size")
+    r, loc = corun.sort_by_destination(remote_ids, local_ids)
+    r_starts, l_starts, lens = corun.runs(r, loc)
+    return (l_starts * size).tolist(), (r_starts * size).tolist(), (lens * size).tolist()
 
 
 def numpy_runs(src, dst):
@@ -119,6 +191,9 @@ def list_floor(src, dst):
     return lambda: (list(map(s.__getitem__, cuts)), list(map(d.__getitem__, cuts)))
 
 
+# The order-free row: corun's calls, and the code they replace.
+ORDERFREE, MORIIO = "sort_by_destination + runs", "vLLM MoRIIO merge"
+
 # Rows that compare with a floor, not with code corun replaces.
 FLOORS = {"CPython list floor"}
 
@@ -160,6 +235,8 @@ def main():
         return corun_only(11, 0.05)
     if not sglang_ref.available():
         sys.exit(f"bench.py measures against SGLang's real code: {sglang_ref.INSTALL}")
+    if importlib.util.find_spec("vllm") is None:
+        sys.exit(f"bench.py measures order-free grouping against vLLM's real code: {VLLM_INSTALL}")
     quick = "--quick" in sys.argv
     if not quick:
         results.tee("python-bench.txt")
@@ -182,11 +259,18 @@ def main():
             funcs = []
             for _, ours, theirs, _ in pairs:
                 funcs += [lambda f=theirs: f(src, dst), lambda f=ours: f(src, dst)]
+            # The order-free row, on MoRIIO's own inputs: the same lists out, checked first.
+            blocks = make_orderfree(n, breaks)
+            merged = moriio_merge(*blocks)
+            assert corun_merge(*blocks) == merged
+            funcs += [lambda: moriio_merge(*blocks), lambda: corun_merge(*blocks)]
+            rows = [(name, theirs_name, groups) for name, _, _, theirs_name in pairs]
+            rows.append((ORDERFREE, MORIIO, len(merged[0])))
             t = median_seconds(funcs, rounds, min_time)
-            for k, (name, _, _, theirs_name) in enumerate(pairs):
+            for k, (name, theirs_name, runs) in enumerate(rows):
                 them, us = t[2 * k], t[2 * k + 1]
                 ratios[(n, breaks, name, theirs_name)] = them / us
-                print(f"| {n} | {breaks:.0%} | {groups} | `{name}` | {theirs_name} | "
+                print(f"| {n} | {breaks:.0%} | {runs} | `{name}` | {theirs_name} | "
                       f"{them * 1e6:,.0f} µs | {us * 1e6:,.1f} µs | {them / us:.1f}x |")
     n = max(sizes)
     r = lambda b, name, theirs="SGLang helper": ratios[(n, b, name, theirs)]  # noqa: E731
@@ -198,6 +282,8 @@ def main():
         ("runs at 5% breaks (against the helper)", r(0.05, "runs"), 100),
         ("Mooncake lists, 128 layer buffers, 5% breaks (against SGLang's loop, equal output)",
          r(0.05, "transfer_descriptors(form='lists')", "SGLang Mooncake loop"), 12),
+        *((f"order-free grouping at {b:.0%} breaks (against vLLM MoRIIO's merge, equal output)",
+           r(b, ORDERFREE, MORIIO), 2) for b in [0.0, 0.05, 1.0]),
         ("slowest corun call against the code it replaces (every input above)",
          min(v for k, v in ratios.items() if k[3] not in FLOORS), 1),
     ]

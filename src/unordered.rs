@@ -7,14 +7,24 @@ use crate::{Error, Index};
 
 /// Copies the pairs of `src`/`dst` into `src_out`/`dst_out` sorted by destination, so that
 /// grouping the outputs (any [`Grouper`](crate::Grouper) form) gives the fewest transfers
-/// for the set of pairs. In place, no allocation, `O(n log n)` (a heap sort on the two
-/// buffers together), never a panic.
+/// for the set of pairs. In place, no allocation, never a panic.
+///
+/// Pages come in runs, so this sorts runs, not pages. `dst` splits into `k` maximal runs
+/// that step by `+1` or by `-1` (read left to right, a run continues in the direction of
+/// its first step; `src` may step any way inside); a run read backwards is an ascending
+/// one. The `k` run records (their lowest destination and first position) are sorted in
+/// the front of the output buffers, then the runs are copied in behind them from the back,
+/// each run's record read before anything lands on it. Cost: `O(n + k log k)` when `k <=
+/// n / 2` (two passes over the pairs and an introsort of the records: already sorted
+/// input is one run, `O(n)`). With more runs than that (pages mostly shuffled one by one),
+/// or positions that do not fit `T` (`n > 2^31` for `i32`, `2^32` for `u32`), the pages
+/// themselves are introsorted: `O(n log n)`.
 ///
 /// Destinations must be distinct: two pairs with one destination would make the result
 /// depend on their order, which is what this function drops. Errors:
 /// [`Error::LengthMismatch`] (`src` and `dst`, or an output shorter or longer than
-/// them), [`Error::DuplicateDestination`] naming both input positions (then the outputs
-/// hold the pairs in some order).
+/// them), [`Error::DuplicateDestination`] naming the first two input positions of the
+/// smallest repeated destination (then the outputs hold the pairs in some order).
 ///
 /// ```
 /// let src = [12u32, 40, 10, 11];
@@ -37,10 +47,14 @@ pub fn sort_by_destination<T: Index>(
             return Err(Error::LengthMismatch { src: n, dst: out });
         }
     }
+    if by_runs(src, dst, src_out, dst_out).is_some() {
+        return Ok(());
+    }
+    // Many short runs, or a repeated destination: sort the pages themselves. Sorted,
+    // equal destinations are neighbours, which names the error.
     src_out.copy_from_slice(src);
     dst_out.copy_from_slice(dst);
-    heap_sort(dst_out, src_out);
-    // Sorted: equal destinations are neighbours.
+    sort::intro_sort(&mut Pairs { keys: &mut *dst_out, values: &mut *src_out });
     let dup = dst_out.windows(2).position(|w| w.first() == w.last());
     if let Some(value) = dup.and_then(|k| dst_out.get(k).copied()) {
         let mut at = dst.iter().enumerate().filter(|&(_, &d)| d == value).map(|(i, _)| i);
@@ -50,9 +64,93 @@ pub fn sort_by_destination<T: Index>(
     Ok(())
 }
 
-/// Sorts `keys` ascending, moving `values` with them.
-fn heap_sort<T: Index>(keys: &mut [T], values: &mut [T]) {
-    sort::heap_sort(&mut Pairs { keys, values });
+/// Sorts the pairs by runs of `dst` (see [`sort_by_destination`]); `None` when it did
+/// not (more than `n / 2` runs, a position that does not fit `T`, or two runs sharing a
+/// destination), and then the outputs hold anything: the caller sorts the pages.
+fn by_runs<T: Index>(src: &[T], dst: &[T], src_out: &mut [T], dst_out: &mut [T]) -> Option<()> {
+    let n = dst.len();
+    // The records: run `j`'s lowest destination in `dst_out[j]`, its first position
+    // (as a `T`) in `src_out[j]`. Its length and direction are read again from `dst`.
+    let (mut k, mut at) = (0, 0);
+    while at < n {
+        if k >= n / 2 {
+            return None; // more than n / 2 runs: sorting the pages is cheaper
+        }
+        let run = Run::at(dst, at);
+        *dst_out.get_mut(k)? = run.lowest;
+        *src_out.get_mut(k)? = position(at)?;
+        (k, at) = (k + 1, at + run.len);
+    }
+    let (keys, values) = (dst_out.get_mut(..k)?, src_out.get_mut(..k)?);
+    sort::intro_sort(&mut Pairs { keys, values });
+    // From the last run to the first: run `j` lands at `end - len`, which is `j` or
+    // later (each run before it holds a page), so it never covers a record still unread.
+    let (mut end, mut next_lowest) = (n, None);
+    for j in (0..k).rev() {
+        let start = usize::try_from(src_out.get(j)?.widen()).ok()?;
+        let run = Run::at(dst, start);
+        // Sorted by lowest destination, two runs share one exactly when some run reaches
+        // the next one's lowest (ranges of +1 steps).
+        if next_lowest.is_some_and(|next| run.highest >= next) {
+            return None;
+        }
+        next_lowest = Some(run.lowest);
+        let from = start..start + run.len;
+        let (src_in, dst_in) = (src.get(from.clone())?, dst.get(from)?);
+        let to = end.checked_sub(run.len)?..end;
+        let (s, d) = (src_out.get_mut(to.clone())?, dst_out.get_mut(to.clone())?);
+        if run.descending {
+            copy(s.iter_mut().zip(src_in.iter().rev()));
+            copy(d.iter_mut().zip(dst_in.iter().rev()));
+        } else {
+            copy(s.iter_mut().zip(src_in));
+            copy(d.iter_mut().zip(dst_in));
+        }
+        end = to.start;
+    }
+    Some(())
+}
+
+/// One maximal run of `dst`, stepping by +1 or by -1, from a given position on.
+struct Run<T> {
+    len: usize,
+    descending: bool,
+    lowest: T,
+    highest: T,
+}
+
+impl<T: Index> Run<T> {
+    /// The run starting at `at` (`at < dst.len()`): it continues in its first step's
+    /// direction, so the same start always gives the same run.
+    fn at(dst: &[T], at: usize) -> Run<T> {
+        let rest = dst.get(at..).unwrap_or_default();
+        let up = |w: &[T]| matches!(*w, [a, b] if a.checked_succ() == Some(b));
+        let down = |w: &[T]| matches!(*w, [a, b] if b.checked_succ() == Some(a));
+        let descending = rest.windows(2).next().is_some_and(down);
+        let steps = if descending {
+            rest.windows(2).take_while(|w| down(w)).count()
+        } else {
+            rest.windows(2).take_while(|w| up(w)).count()
+        };
+        let (first, last) = (rest.first().copied(), rest.get(steps).copied());
+        let (first, last) = (first.unwrap_or(T::MIN), last.unwrap_or(T::MIN));
+        let (lowest, highest) = if descending { (last, first) } else { (first, last) };
+        Run { len: (steps + 1).min(rest.len()), descending, lowest, highest }
+    }
+}
+
+/// `p` as a `T`, if it fits.
+fn position<T: Index>(p: usize) -> Option<T> {
+    let wide = i128::try_from(p).ok()?;
+    let t = T::truncate(wide);
+    (t.widen() == wide).then_some(t)
+}
+
+/// Writes each pair's second item into its first.
+fn copy<'a, T: Copy + 'a>(pairs: impl Iterator<Item = (&'a mut T, &'a T)>) {
+    for (o, i) in pairs {
+        *o = *i;
+    }
 }
 
 /// Keys and the values that move with them.

@@ -1,12 +1,199 @@
-//! Order-free grouping (`sort_by_destination`) against a sort written here and the
-//! definition of the fewest runs for a set of pairs: `n` minus the pairs whose successor
-//! `(s + 1, d + 1)` is in the set.
+//! Order-free grouping (`sort_by_destination`) against the reference in
+//! `kit::unordered` (std's sort of the pairs) and the definition of the fewest runs for a
+//! set of pairs: `n` minus the pairs whose successor `(s + 1, d + 1)` is in the set.
+//!
+//! The function sorts runs of destinations (stepping by +1 or -1), falling back to
+//! sorting pages when runs are short or two share a destination: the inputs here are
+//! made of runs of every length in every order (kept, runs shuffled, pages shuffled),
+//! ascending and descending, at the types' limits, with repeated destinations at run
+//! edges; every short destination sequence over a small alphabet; and values drawn from
+//! the kit's alphabet.
 #![cfg(feature = "alloc")]
+
+mod kit;
 
 use std::collections::HashSet;
 
 use corun::{Error, Grouper, sort_by_destination};
+use kit::TestIndex;
+use kit::alphabet::{Pick, arrays};
+use kit::unordered::check_sorted;
 use proptest::prelude::*;
+
+/// One run of destinations: `len` values from `gap` past the last run's highest value
+/// (1: adjacent, 0 or less: sharing destinations with it), presented descending when
+/// `down`; its sources start `src_jump` past the last source and step by +1.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    len: usize,
+    down: bool,
+    gap: i64,
+    src_jump: i64,
+}
+
+fn piece() -> impl Strategy<Value = Piece> {
+    let len = prop_oneof![3 => 1usize..4, 2 => 4usize..40, 1 => Just(1usize)];
+    let gap = prop_oneof![8 => 1i64..9, 1 => -3i64..=0, 1 => any::<i32>().prop_map(i64::from)];
+    (len, any::<bool>(), gap, any::<i64>()).prop_map(|(len, down, gap, src_jump)| Piece {
+        len,
+        down,
+        gap,
+        src_jump,
+    })
+}
+
+/// How the pieces are handed over: as built (sorted but for descending pieces), with the
+/// pieces shuffled (a free queue's runs), or every page shuffled (mostly singletons).
+#[derive(Clone, Copy, Debug)]
+enum Order {
+    Kept,
+    RunsShuffled,
+    PagesShuffled,
+}
+
+/// Pairs made of `pieces` from destination `first`, handed over in `order` (`seed`
+/// shuffles), wrapped into `T` (a run past `MAX` wraps to `MIN`: a break).
+fn build<T: TestIndex>(pieces: &[Piece], first: i128, order: Order, seed: u64) -> (Vec<T>, Vec<T>) {
+    let mut rng = seed | 1;
+    let mut next = move |below: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % below as u64) as usize
+    };
+    let mut runs: Vec<Vec<(T, T)>> = Vec::new();
+    let (mut s, mut d) = (0i128, first);
+    for (k, p) in pieces.iter().enumerate() {
+        if k > 0 {
+            d += i128::from(p.gap);
+        }
+        s += i128::from(p.src_jump);
+        let mut run: Vec<(T, T)> =
+            (0..p.len as i128).map(|i| (T::wrap(s + i), T::wrap(d + i))).collect();
+        if p.down {
+            run.iter_mut()
+                .zip((0..p.len as i128).rev())
+                .for_each(|(pair, i)| pair.1 = T::wrap(d + i));
+        }
+        runs.push(run);
+        (s, d) = (s + p.len as i128, d + p.len as i128 - 1);
+    }
+    if let Order::RunsShuffled = order {
+        for i in (1..runs.len()).rev() {
+            runs.swap(i, next(i + 1));
+        }
+    }
+    let mut pairs: Vec<(T, T)> = runs.concat();
+    if let Order::PagesShuffled = order {
+        for i in (1..pairs.len()).rev() {
+            pairs.swap(i, next(i + 1));
+        }
+    }
+    pairs.into_iter().unzip()
+}
+
+fn runs_case<T: TestIndex>() -> impl Strategy<Value = (Vec<T>, Vec<T>)> {
+    let first = prop_oneof![
+        Just(T::LO),
+        Just(T::LO + 1),
+        Just(-1i128),
+        Just(0),
+        Just(T::HI - 50),
+        Just(T::HI - 3),
+        any::<i64>().prop_map(i128::from),
+    ];
+    let order =
+        prop_oneof![Just(Order::Kept), Just(Order::RunsShuffled), Just(Order::PagesShuffled)];
+    let pieces = prop_oneof![
+        prop::collection::vec(piece(), 0..40),
+        // Many runs: short pieces, gaps of 2 or more (all singletons when `len` is 1).
+        prop::collection::vec((1usize..3, 2i64..5), 0..200).prop_map(|v| {
+            v.into_iter().map(|(len, gap)| Piece { len, down: false, gap, src_jump: 3 }).collect()
+        }),
+        // One long run, either way.
+        (1usize..2000, any::<bool>()).prop_map(|(len, down)| vec![Piece {
+            len,
+            down,
+            gap: 1,
+            src_jump: 0
+        }]),
+    ];
+    (pieces, first, order, any::<u64>())
+        .prop_map(|(pieces, first, order, seed)| build::<T>(&pieces, first, order, seed))
+}
+
+/// Every destination sequence up to `longest` positions over six values from `base`
+/// (`base + 4` skipped, so that runs break) is sorted as the reference sorts it, or
+/// rejected with its positions; `base` near `MAX` puts the wrap in the alphabet.
+fn every_short_sequence<T: TestIndex>(longest: u32) {
+    let offsets = [0i128, 1, 2, 3, 5, 6];
+    for base in [T::LO, T::HI - 5, T::HI - 2, -3] {
+        for len in 0..=longest {
+            for code in 0..6usize.pow(len) {
+                let dst: Vec<T> =
+                    (0..len).map(|p| T::wrap(base + offsets[code / 6usize.pow(p) % 6])).collect();
+                let src: Vec<T> = (0..len).map(|p| T::wrap(T::HI - 3 * i128::from(p))).collect();
+                check_sorted(&src, &dst);
+            }
+        }
+    }
+}
+
+macro_rules! typed {
+    ($($m:ident: $t:ty),*) => {$(
+        mod $m {
+            use super::*;
+
+            proptest! {
+                #[test]
+                fn runs_match_reference((src, dst) in runs_case::<$t>()) {
+                    check_sorted(&src, &dst);
+                }
+
+                /// The kit's alphabet at the type's limits, destinations stepping by +1,
+                /// -1 or 0 (repeats) when they do not draw a value.
+                #[test]
+                fn alphabet_matches_reference(
+                    picks in prop::collection::vec((any::<u8>(), any::<u8>()), 0..80),
+                    dst_step in prop_oneof![Just(1u64), Just(u64::MAX), Just(0)],
+                ) {
+                    let picks = picks.into_iter().map(|(a, b)| (Pick::from_byte(a), Pick::from_byte(b)));
+                    let (src, dst) = arrays::<$t>(picks, (1, dst_step));
+                    check_sorted(&src, &dst);
+                }
+            }
+
+            #[test]
+            fn every_short_sequence_matches_reference() {
+                every_short_sequence::<$t>(6);
+            }
+
+        }
+    )*};
+}
+typed!(u32s: u32, i32s: i32, u64s: u64, i64s: i64);
+
+#[test]
+fn large_inputs_take_each_path() {
+    // One run of 100,000 pages either way; 20,000 runs of 5 shuffled; 100,000 pages
+    // shuffled one by one; a repeat at the edge of two runs far apart.
+    let pieces = |len, count, down| vec![Piece { len, down, gap: 7, src_jump: 11 }; count];
+    for (p, order) in [
+        (pieces(100_000, 1, false), Order::Kept),
+        (pieces(100_000, 1, true), Order::Kept),
+        (pieces(5, 20_000, true), Order::RunsShuffled),
+        (pieces(1, 100_000, false), Order::PagesShuffled),
+    ] {
+        let (src, dst) = build::<u32>(&p, 12, order, 99);
+        assert!(check_sorted(&src, &dst));
+        let (src, dst) = build::<i64>(&p, i128::from(i64::MAX) - 50_000, order, 99);
+        assert!(check_sorted(&src, &dst)); // past MAX the values wrap to MIN: a break
+    }
+    let mut p = pieces(5, 20_000, false);
+    p[15_000].gap = -9_000; // overlaps a run far before it
+    let (src, dst) = build::<u64>(&p, 0, Order::RunsShuffled, 5);
+    assert!(!check_sorted(&src, &dst));
+}
 
 fn fewest(src: &[i64], dst: &[i64]) -> usize {
     let set: HashSet<(i128, i128)> =

@@ -1,7 +1,7 @@
 //! Shared by corun's tests and fuzz targets: input builders (`build`: arrays made of runs;
 //! `alphabet`: values drawn freely at the type's limits; `desc`: layouts), the differential
-//! checks against `corun::scalar` (`check`, `desc`), and the fuzz inputs that tie the two
-//! together (`fuzz`).
+//! checks against `corun::scalar` (`check`, `desc`) and against order-free grouping's
+//! reference (`unordered`), and the fuzz inputs that tie the two together (`fuzz`).
 //!
 //! Every test crate includes it as a module (`mod kit;`) and the fuzz workspace through
 //! the `corun-testkit` crate, so the tests need nothing outside this repository's `tests/`
@@ -23,6 +23,7 @@ pub mod check;
 pub mod desc;
 pub mod fuzz;
 pub mod place;
+pub mod unordered;
 
 pub use build::*;
 pub use check::*;
