@@ -22,14 +22,28 @@ free queue is LRU), that is the knob for the cache hit rate.
   ``alloc_extend``, which takes new pages from the front of ``free_pages`` in order).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._corun import place
 
+if TYPE_CHECKING:
+    from typing import Any, Callable, Literal, Optional, Union
+
+    import numpy.typing as npt
+
+    from ._corun import PlaceStats, _IndexArray
+
+    # How deep placement reaches: a number of pages, or a function of the request's.
+    _Window = Optional[Union[int, Callable[[int], int]]]
+
 __all__ = ["default_window", "sglang_place_front", "vllm_place_front"]
 
 
-def default_window(n):
+def default_window(n: int) -> int:
     """How deep into the free list placement reaches for a request of ``n`` pages: ``4n +
     64``. Deeper windows place more runs but cost more, mostly in reading vLLM's free queue
     (a Python linked list, walked block by block). On vLLM's replays (``python/replay.py
@@ -39,7 +53,7 @@ def default_window(n):
     return 4 * n + 64
 
 
-def _window(n, free, window):
+def _window(n: int, free: int, window: _Window) -> int:
     if window is None:
         window = default_window
     w = int(window(n)) if callable(window) else int(window)
@@ -48,7 +62,15 @@ def _window(n, free, window):
     return min(w, free)
 
 
-def vllm_place_front(block_pool, remote_block_ids, *, window=None, direction="either"):
+# The stacks' objects (vLLM's ``BlockPool``, SGLang's allocator, a torch tensor) are `Any`:
+# corun imports neither stack, and duck-types only the attributes it uses.
+def vllm_place_front(
+    block_pool: Any,
+    remote_block_ids: _IndexArray,
+    *,
+    window: _Window = None,
+    direction: Literal["ascending", "either"] = "either",
+) -> PlaceStats:
     """Moves to the front of ``block_pool.free_block_queue`` (vLLM's
     ``FreeKVCacheBlockQueue``) the blocks that pair with ``remote_block_ids`` run for
     run, so that ``block_pool.get_new_blocks(len(remote_block_ids))`` returns them in
@@ -64,6 +86,7 @@ def vllm_place_front(block_pool, remote_block_ids, *, window=None, direction="ei
     w = _window(n, queue.num_free_blocks, window)
     # The queue is a linked list of Python objects: its front is read once, ids only
     # (the blocks themselves are block_pool.blocks[id]).
+    ids: list[int]
     ids, block = [], queue.fake_free_list_head.next_free_block
     append = ids.append
     for _ in range(w):
@@ -79,7 +102,13 @@ def vllm_place_front(block_pool, remote_block_ids, *, window=None, direction="ei
     return stats
 
 
-def sglang_place_front(allocator, dst_pages, *, window=None, direction="either"):
+def sglang_place_front(
+    allocator: Any,
+    dst_pages: Any,
+    *,
+    window: _Window = None,
+    direction: Literal["ascending", "either"] = "either",
+) -> PlaceStats:
     """Reorders the front of ``allocator.free_pages`` (SGLang's
     ``PagedTokenToKVPoolAllocator``; a torch tensor or, in a port, a numpy array) so that
     its first ``len(dst_pages)`` pages pair with ``dst_pages`` run for run; the
@@ -92,7 +121,7 @@ def sglang_place_front(allocator, dst_pages, *, window=None, direction="either")
         allocator.merge_and_sort_free()
     free = allocator.free_pages
     torch_like = hasattr(free, "cpu")
-    host = free.cpu().numpy() if torch_like else np.asarray(free)
+    host: npt.NDArray[np.integer[Any]] = free.cpu().numpy() if torch_like else np.asarray(free)
     if n > len(host):
         raise ValueError(f"{n} pages needed, {len(host)} free")
     w = _window(n, len(host), window)
@@ -100,7 +129,7 @@ def sglang_place_front(allocator, dst_pages, *, window=None, direction="either")
     if not stats["fallback"]:
         out = np.concatenate([chosen, rest, host[w:]]).astype(host.dtype, copy=False)
         if torch_like:
-            import torch
+            import torch  # type: ignore[import-not-found, unused-ignore]
 
             out = torch.from_numpy(out).to(free.device)
         allocator.free_pages = out
