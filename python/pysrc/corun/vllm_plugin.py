@@ -1,0 +1,382 @@
+"""corun inside vLLM: a vLLM general plugin (entry point ``corun`` in the group
+``vllm.general_plugins``), off unless ``CORUN_VLLM`` names its features.
+
+    CORUN_VLLM=all vllm serve ...                # every feature
+    CORUN_VLLM=place,nixl_order vllm serve ...   # a selection; unset, "" or "off": nothing
+
+Features (each patches vLLM's own code path; nothing else changes):
+
+- ``place``: placement in NIXL pull mode. When the decode side allocates the blocks a
+  request will pull (``KVCacheManager.allocate_slots`` with
+  ``num_external_computed_tokens`` and ``kv_transfer_params["remote_block_ids"]``), the
+  blocks that pair run for run with the prefill side's are put at the front of the free
+  queue (``corun.adapters.vllm_place_front``) right before
+  ``SingleTypeKVCacheManager.allocate_external_computed_blocks`` calls
+  ``BlockPool.get_new_blocks``, which then hands them out with its own bookkeeping.
+- ``nixl_order``: each NIXL transfer's (local, remote) descriptor ids are listed so that
+  runs descending on both sides (vLLM's free order makes them) ascend: NIXL merges two
+  descriptors only when both sides are adjacent in the same order, so it then merges
+  those runs too. The set of pairs is unchanged (:func:`nixl_order`).
+- ``mooncake``: the Mooncake connector's grouping (``group_concurrent_contiguous``,
+  called by ``MooncakeConnectorWorker._build_transfer_params``) is corun's, which returns
+  the same groups.
+
+Only the vLLM versions in :data:`TESTED` are patched; on any other, nothing is patched
+and that is logged once. Every hook goes through :func:`corun._guard.guarded`: a failure
+inside corun is logged once, counted (``errors``) and that call goes vLLM's own way.
+:func:`counters` reads what the plugin did.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+
+from . import _corun, adapters
+from ._guard import Counters, guarded
+
+__all__ = [
+    "FEATURES",
+    "TESTED",
+    "counters",
+    "enabled_features",
+    "nixl_order",
+    "register",
+    "reset_counters",
+    "unregister",
+]
+
+log = logging.getLogger("corun")
+
+#: vLLM versions the plugin was tested with (``python/vllm_suite.py``).
+TESTED = ("0.33.0",)
+#: The features ``CORUN_VLLM`` can name (or ``all``).
+FEATURES = ("place", "nixl_order", "mooncake")
+
+_COUNTERS = Counters(
+    "placed",  # allocations whose blocks placement chose
+    "fallback",  # allocations left to vLLM's own order (placement found nothing better)
+    "nixl_transfers",  # NIXL transfers ordered
+    "nixl_before",  # their descriptors under NIXL's merge rule, in vLLM's order
+    "nixl_after",  # ... in corun's order
+    "mooncake_calls",  # groupings done by corun for the Mooncake connector
+)
+
+# (owner, attribute, original) of every patch in place, so that unregister() restores them.
+_patches: List[Tuple[Any, str, Any]] = []
+_on: Set[str] = set()  # the features patched in
+_lock = threading.Lock()
+# The request whose external blocks are being allocated on this thread (set by the
+# allocate_slots hook, read where get_new_blocks is called).
+_local = threading.local()
+
+
+def counters() -> Dict[str, int]:
+    """What the plugin did since start (or :func:`reset_counters`): ``placed`` /
+    ``fallback`` (allocations placed by corun / left to vLLM's order), ``errors`` (calls
+    a corun hook failed and vLLM's way served; per hook: ``place_errors``,
+    ``nixl_order_errors``, ``mooncake_errors``), ``nixl_transfers`` and
+    ``nixl_before`` / ``nixl_after`` (their descriptors after NIXL's merge rule in vLLM's
+    order / in corun's), ``mooncake_calls``."""
+    return _COUNTERS.snapshot()
+
+
+def reset_counters() -> None:
+    """Sets every counter back to 0."""
+    _COUNTERS.reset()
+
+
+def enabled_features(value: Optional[str] = None) -> Set[str]:
+    """The features ``value`` (default: the environment's ``CORUN_VLLM``) turns on: a
+    comma-separated list of :data:`FEATURES`, or ``all``; unset, empty, ``0``, ``off``:
+    none. Unknown names are logged and ignored (a typo must not stop the server)."""
+    if value is None:
+        value = os.environ.get("CORUN_VLLM", "")
+    names = {v.strip().lower() for v in value.split(",") if v.strip()}
+    if names & {"all", "1", "on"}:
+        return set(FEATURES)
+    names -= {"0", "off", "none"}
+    unknown = names - set(FEATURES)
+    if unknown:
+        log.warning(
+            "corun: CORUN_VLLM names unknown features %s (known: %s, or all); ignored",
+            sorted(unknown),
+            ", ".join(FEATURES),
+        )
+    return names & set(FEATURES)
+
+
+def _patch(owner: Any, name: str, new: Any) -> None:
+    # vars(): the attribute as stored (a class's plain function, a module's global).
+    _patches.append((owner, name, vars(owner)[name]))
+    setattr(owner, name, new)
+
+
+def _unpatch_to(mark: int) -> None:
+    while len(_patches) > mark:
+        owner, name, original = _patches.pop()
+        setattr(owner, name, original)
+
+
+def register(features: Optional[Sequence[str]] = None) -> Set[str]:
+    """vLLM's entry point: patches vLLM for ``features`` (default: from ``CORUN_VLLM``,
+    see :func:`enabled_features`) and returns those of them that are on. Safe to call
+    again (vLLM loads plugins in every process, maybe more than once): a feature is
+    patched once. On a vLLM version not in :data:`TESTED`, or without vLLM, patches
+    nothing and logs that once."""
+    wanted = enabled_features() if features is None else enabled_features(",".join(features))
+    if not wanted:
+        return set()
+    with _lock:
+        try:
+            import vllm
+        except Exception:
+            if _COUNTERS.first_time("no-vllm"):
+                log.warning("corun: vLLM is not importable; the vLLM plugin patches nothing")
+            return set()
+        version = getattr(vllm, "__version__", "unknown")
+        if version not in TESTED:
+            if _COUNTERS.first_time("version"):
+                log.warning(
+                    "corun: vLLM %s is not a version the plugin was tested with (%s); "
+                    "it patches nothing",
+                    version,
+                    ", ".join(TESTED),
+                )
+            return set()
+        for feature, install in (
+            ("place", _install_place),
+            ("nixl_order", _install_nixl_order),
+            ("mooncake", _install_mooncake),
+        ):
+            if feature not in wanted or feature in _on:
+                continue
+            mark = len(_patches)
+            try:
+                install()
+            except Exception:
+                # A vLLM module the feature needs did not import (e.g. an optional
+                # dependency): the feature stays off, vLLM unpatched for it.
+                _unpatch_to(mark)
+                log.warning(
+                    "corun: the %s feature could not be installed; it is off", feature, exc_info=True
+                )
+                continue
+            _on.add(feature)
+            log.info("corun: vLLM plugin feature on: %s", feature)
+        return wanted & _on
+
+
+def unregister() -> None:
+    """Restores every patched vLLM function (for tests and harnesses; a server never
+    needs it). Connector workers made while it was on keep their ordered NIXL wrapper."""
+    with _lock:
+        _unpatch_to(0)
+        _on.clear()
+
+
+# -- place ------------------------------------------------------------------------------
+
+
+def _remote_for(request: Any) -> Optional[Any]:
+    params = getattr(request, "kv_transfer_params", None)
+    if not params or not params.get("do_remote_prefill"):
+        return None
+    return params.get("remote_block_ids") or None
+
+
+def _remote_group(remote: Any, group_id: int) -> Optional[List[int]]:
+    """The remote ids of KV cache group ``group_id``: ``remote_block_ids`` is one list per
+    group, or (vLLM's tests, one group) a flat list."""
+    if len(remote) and isinstance(remote[0], (list, tuple, np.ndarray)):
+        return list(remote[group_id]) if group_id < len(remote) else None
+    return list(remote) if group_id == 0 else None
+
+
+def _place(block_pool: Any, remote_block_ids: Any, group_id: int, num_blocks: int) -> None:
+    """Puts the blocks that pair with the request's remote ids first in the free queue,
+    for the ``num_blocks`` that ``get_new_blocks`` is about to take."""
+    remote = _remote_group(remote_block_ids, group_id)
+    if num_blocks == 0:
+        return
+    if remote is None or num_blocks > len(remote) or num_blocks > block_pool.get_num_free_blocks():
+        # Not an allocation placement can pair (or one get_new_blocks refuses): vLLM's way.
+        _COUNTERS.add("fallback")
+        return
+    # The new blocks are the request's last ones; the connector pairs the blocks it pulls
+    # into with the remote ids' tail (a local prefix hit covers the head).
+    stats = adapters.vllm_place_front(block_pool, remote[len(remote) - num_blocks :])
+    _COUNTERS.add("fallback" if stats["fallback"] else "placed")
+
+
+# The stack's own way for a step that only reorders the free queue: leave it as it is.
+_place_safely = guarded(_COUNTERS, "place", lambda *args: None)(_place)
+_remote_safely = guarded(_COUNTERS, "place", lambda request: None)(_remote_for)
+
+
+def _install_place() -> None:
+    from vllm.v1.core import single_type_kv_cache_manager as stm
+    from vllm.v1.core.block_pool import BlockPool
+    from vllm.v1.core.kv_cache_manager import KVCacheManager
+
+    allocate_slots = KVCacheManager.__dict__["allocate_slots"]
+    allocate_external = stm.SingleTypeKVCacheManager.__dict__["allocate_external_computed_blocks"]
+    get_new_blocks = BlockPool.__dict__["get_new_blocks"]
+
+    @functools.wraps(allocate_slots)
+    def corun_allocate_slots(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        # The request is in hand only here; the managers below see its id alone.
+        remote = _remote_safely(request)
+        if remote is None:
+            return allocate_slots(self, request, *args, **kwargs)
+        outer = getattr(_local, "request", None)
+        _local.request = (request.request_id, remote)
+        try:
+            return allocate_slots(self, request, *args, **kwargs)
+        finally:
+            _local.request = outer
+
+    @functools.wraps(allocate_external)
+    def corun_allocate_external(self: Any, request_id: str, *args: Any, **kwargs: Any) -> Any:
+        pending = getattr(_local, "request", None)
+        if pending is None or pending[0] != request_id:
+            return allocate_external(self, request_id, *args, **kwargs)
+        outer = getattr(_local, "group", None)
+        _local.group = (self.block_pool, pending[1], self.kv_cache_group_id)
+        try:
+            return allocate_external(self, request_id, *args, **kwargs)
+        finally:
+            _local.group = outer
+
+    @functools.wraps(get_new_blocks)
+    def corun_get_new_blocks(self: Any, num_blocks: int) -> Any:
+        group = getattr(_local, "group", None)
+        if group is not None and group[0] is self:
+            # One allocation per group: later calls (e.g. a subclass's own) go vLLM's way.
+            _local.group = None
+            _place_safely(self, group[1], group[2], num_blocks)
+        return get_new_blocks(self, num_blocks)
+
+    _patch(KVCacheManager, "allocate_slots", corun_allocate_slots)
+    _patch(stm.SingleTypeKVCacheManager, "allocate_external_computed_blocks", corun_allocate_external)
+    _patch(BlockPool, "get_new_blocks", corun_get_new_blocks)
+
+
+# -- nixl_order -------------------------------------------------------------------------
+
+
+def _merged(local: np.ndarray, remote: np.ndarray) -> int:
+    """Descriptors after NIXL's merge rule: consecutive entries merge when both ids step
+    by +1 (corun's ascending runs)."""
+    return len(_corun.runs(local, remote)[2])
+
+
+def nixl_order(local: Any, remote: Any) -> Tuple[Any, Any]:
+    """The same (local, remote) pairs, each run that descends on both sides listed
+    ascending (the runs stay in their order): NIXL's merge rule then takes every
+    either-direction run as one descriptor. Returns the type given (lists or arrays);
+    unequal lengths: ``ValueError`` naming them."""
+    lo = np.asarray(local, dtype=np.int64)
+    re = np.asarray(remote, dtype=np.int64)
+    if lo.shape != re.shape or lo.ndim != 1:
+        raise ValueError(f"local and remote must be 1-D of one length, got {lo.shape} and {re.shape}")
+    n = len(lo)
+    if n < 2:
+        return local, remote
+    ls, rs, lens = _corun.runs(lo, re, direction="either")
+    starts = np.zeros(len(lens), dtype=np.int64)
+    np.cumsum(lens[:-1], out=starts[1:])
+    # A run descends when its second entry is one below its first.
+    down = (lens > 1) & (lo[np.minimum(starts + 1, n - 1)] == lo[starts] - 1)
+    if not down.any():
+        return local, remote
+    ls = ls.astype(np.int64)
+    rs = rs.astype(np.int64)
+    step = np.where(down, 1 - lens, 0)  # a descending run's lowest id is start - (len - 1)
+    offsets = np.arange(n, dtype=np.int64) - np.repeat(starts, lens)
+    new_l = np.repeat(ls + step, lens) + offsets
+    new_r = np.repeat(rs + step, lens) + offsets
+    if isinstance(local, np.ndarray):
+        return new_l.astype(local.dtype, copy=False), new_r.astype(np.asarray(remote).dtype, copy=False)
+    return new_l.tolist(), new_r.tolist()
+
+
+def _ordered(local: Any, remote: Any) -> Tuple[Any, Any]:
+    new_l, new_r = nixl_order(local, remote)
+    before = _merged(np.asarray(local, dtype=np.int64), np.asarray(remote, dtype=np.int64))
+    after = before if new_l is local else _merged(np.asarray(new_l, np.int64), np.asarray(new_r, np.int64))
+    _COUNTERS.add("nixl_transfers")
+    _COUNTERS.add("nixl_before", before)
+    _COUNTERS.add("nixl_after", after)
+    return new_l, new_r
+
+
+_ordered_safely = guarded(_COUNTERS, "nixl_order", lambda local, remote: (local, remote))(_ordered)
+
+
+def _ordering(make_prepped_xfer: Callable[..., Any]) -> Callable[..., Any]:
+    """``make_prepped_xfer`` with each transfer's descriptor ids in corun's order (calls
+    naming the ids by keyword pass through unchanged)."""
+
+    @functools.wraps(make_prepped_xfer)
+    def corun_make_prepped_xfer(*args: Any, **kwargs: Any) -> Any:
+        if len(args) >= 5:
+            local, remote = _ordered_safely(args[2], args[4])
+            args = (args[0], args[1], local, args[3], remote, *args[5:])
+        return make_prepped_xfer(*args, **kwargs)
+
+    corun_make_prepped_xfer.corun_ordered = True  # type: ignore[attr-defined]
+    return corun_make_prepped_xfer
+
+
+def _wrap_worker(worker: Any) -> None:
+    wrapper = worker.nixl_wrapper
+    raw = wrapper.make_prepped_xfer
+    # Only an agent's own method is wrapped (NIXL's agent, or a stand-in class): a mock
+    # attribute stays itself, so what a test asks of it still answers.
+    if inspect.ismethod(raw) and not getattr(raw, "corun_ordered", False):
+        wrapper.make_prepped_xfer = _ordering(raw)
+
+
+_wrap_worker_safely = guarded(_COUNTERS, "nixl_order", lambda worker: None)(_wrap_worker)
+
+
+def _install_nixl_order() -> None:
+    from vllm.distributed.kv_transfer.kv_connector.v1.nixl import base_worker
+
+    cls = base_worker.NixlBaseConnectorWorker
+    init = cls.__dict__["__init__"]
+
+    @functools.wraps(init)
+    def corun_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        # Every transfer (pull reads, mixed reads, push writes) goes through the agent's
+        # make_prepped_xfer: ordering it there covers them all.
+        _wrap_worker_safely(self)
+
+    _patch(cls, "__init__", corun_init)
+
+
+# -- mooncake ---------------------------------------------------------------------------
+
+
+def _install_mooncake() -> None:
+    from vllm.distributed.kv_transfer.kv_connector.v1.mooncake import mooncake_connector as mc
+
+    own = mc.group_concurrent_contiguous
+
+    @functools.wraps(own)
+    def corun_group(src_indices: Any, dst_indices: Any) -> Any:
+        if len(src_indices) and len(src_indices) != len(dst_indices):
+            return own(src_indices, dst_indices)  # outside corun's contract: vLLM's answer
+        groups = _corun.group_concurrent_contiguous(src_indices, dst_indices)
+        _COUNTERS.add("mooncake_calls")
+        return groups
+
+    _patch(mc, "group_concurrent_contiguous", guarded(_COUNTERS, "mooncake", own)(corun_group))

@@ -1,0 +1,384 @@
+"""corun's vLLM plugin (``corun.vllm_plugin``): its NIXL order and switches on their own,
+then inside vLLM 0.33.0's real ``Scheduler``, ``KVCacheManager``, ``BlockPool`` and NIXL
+pull connector (with the recording NIXL stand-in vLLM's own tests use) on a pool that
+many requests fragment, and with failures injected into every hook.
+
+The vLLM parts need vLLM's full install (torch and all; ``pip install vllm==0.33.0``)
+and vLLM's test tree from its sdist (``CORUN_VLLM_TESTS``, default
+``target/vllm-0.33.0-tests``, which ``python/vllm_suite.py`` unpacks): without them
+they are skipped, saying which is missing. Run as a script, this file prints the
+fragmented-pool run's line, ``vllm-plugin placed=<n> fallback=<n> errors=<n>
+nixl_before=<n> nixl_after=<n>``, and fails unless placement happened.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import sys
+import traceback
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import corun
+from corun import _corun, adapters, vllm_plugin
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIRE = os.environ.get("CORUN_REQUIRE_VLLM") == "1"
+BLOCK = 16
+
+
+# -- without vLLM -----------------------------------------------------------------------
+
+
+def merged(local, remote):
+    """Descriptors after NIXL's merge rule (both sides step by +1)."""
+    return len(corun.runs(np.asarray(local, np.int64), np.asarray(remote, np.int64))[2])
+
+
+def random_pairs(rng, n):
+    """Distinct local and remote ids in runs of either direction, as vLLM's recycled
+    blocks come (each side's runs shuffled)."""
+    out_l, out_r, i = [], [], 0
+    while i < n:
+        k = int(min(n - i, rng.integers(1, 9)))
+        l0, r0 = int(rng.integers(0, 1000)) * 16, int(rng.integers(0, 1000)) * 16
+        step = int(rng.choice([1, -1]))
+        out_l += [l0 + step * j for j in range(k)]
+        out_r += [r0 + step * j for j in range(k)]
+        i += k
+    # Keep only the first occurrence of each local and each remote id (distinct sides).
+    seen_l, seen_r, l, r = set(), set(), [], []
+    for a, b in zip(out_l, out_r):
+        if a not in seen_l and b not in seen_r:
+            seen_l.add(a)
+            seen_r.add(b)
+            l.append(a)
+            r.append(b)
+    return l, r
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_nixl_order_keeps_the_pairs_and_merges_the_descending_runs(seed):
+    rng = np.random.default_rng(seed)
+    local, remote = random_pairs(rng, int(rng.integers(0, 200)))
+    new_l, new_r = vllm_plugin.nixl_order(local, remote)
+    assert sorted(zip(new_l, new_r)) == sorted(zip(local, remote))
+    assert type(new_l) is type(local)
+    if local:
+        either = len(corun.runs(np.asarray(local, np.int64), np.asarray(remote, np.int64),
+                                direction="either")[2])
+        # Each either-direction run becomes one descriptor (neighbours may merge further),
+        # and never more descriptors than vLLM's order.
+        assert merged(new_l, new_r) <= min(either, merged(local, remote))
+
+
+def test_nixl_order_on_arrays_and_a_known_case():
+    local = np.array([9, 8, 7, 1, 2, 3, 20, 5], dtype=np.int32)
+    remote = np.array([4, 3, 2, 10, 11, 12, 0, 30], dtype=np.int64)
+    new_l, new_r = vllm_plugin.nixl_order(local, remote)
+    assert new_l.dtype == np.int32 and new_r.dtype == np.int64
+    assert new_l.tolist() == [7, 8, 9, 1, 2, 3, 20, 5]
+    assert new_r.tolist() == [2, 3, 4, 10, 11, 12, 0, 30]
+    assert (merged(local, remote), merged(new_l, new_r)) == (6, 4)
+    with pytest.raises(ValueError, match="local and remote"):
+        vllm_plugin.nixl_order([1, 2], [1])
+
+
+def test_features_from_the_environment(monkeypatch, caplog):
+    monkeypatch.delenv("CORUN_VLLM", raising=False)
+    assert vllm_plugin.enabled_features() == set()
+    for off in ("", "0", "off", "none"):
+        assert vllm_plugin.enabled_features(off) == set()
+    assert vllm_plugin.enabled_features("all") == set(vllm_plugin.FEATURES)
+    monkeypatch.setenv("CORUN_VLLM", " place, nixl_order ")
+    assert vllm_plugin.enabled_features() == {"place", "nixl_order"}
+    with caplog.at_level(logging.WARNING, logger="corun"):
+        assert vllm_plugin.enabled_features("mooncake,plcae") == {"mooncake"}
+    assert "plcae" in caplog.text
+    # Off: register patches nothing and imports nothing.
+    monkeypatch.delenv("CORUN_VLLM")
+    assert vllm_plugin.register() == set()
+
+
+def test_an_untested_vllm_version_is_left_alone(monkeypatch, caplog):
+    vllm_plugin.unregister()
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(__version__="0.34.0"))
+    monkeypatch.setattr(vllm_plugin, "_COUNTERS", corun._guard.Counters())
+    with caplog.at_level(logging.WARNING, logger="corun"):
+        assert vllm_plugin.register(["place", "nixl_order", "mooncake"]) == set()
+        assert vllm_plugin.register(["place"]) == set()
+    assert caplog.text.count("0.34.0") == 1  # said once
+    assert vllm_plugin._patches == []
+
+
+def test_the_entry_point_is_declared():
+    text = (ROOT / "python" / "pyproject.toml").read_text()
+    assert '[project.entry-points."vllm.general_plugins"]' in text
+    assert 'corun = "corun.vllm_plugin:register"' in text
+
+
+# -- inside vLLM ------------------------------------------------------------------------
+
+
+def vllm_parts():
+    """vLLM's test helpers and classes, or a pytest skip naming what is missing."""
+    # vLLM picks its platform when first imported: CPU here, offline.
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if "HF_HOME" not in os.environ:  # the model configs vLLM's test helpers name
+        sys.path.insert(0, str(ROOT / "python"))
+        import vllm_suite
+
+        home = ROOT / "target" / "vllm-hf"
+        vllm_suite.write_hf_cache(home)
+        os.environ["HF_HOME"] = str(home)
+    try:
+        import torch  # noqa: F401
+        import vllm
+        from vllm.v1.core.block_pool import BlockPool  # noqa: F401
+    except ImportError as e:
+        if REQUIRE:
+            raise
+        pytest.skip(f"vLLM's full install is absent ({e}); see python/vllm_suite.py")
+    if vllm.__version__ not in vllm_plugin.TESTED:
+        pytest.skip(f"vLLM {vllm.__version__} is not one the plugin was tested with")
+    tests = Path(os.environ.get("CORUN_VLLM_TESTS", ROOT / "target" / "vllm-0.33.0-tests"))
+    if not (tests / "tests" / "v1" / "kv_connector" / "unit" / "utils.py").exists():
+        if REQUIRE:
+            raise FileNotFoundError(tests)
+        pytest.skip(f"vLLM's test tree is absent at {tests} (python/vllm_suite.py unpacks it)")
+    if str(tests) not in sys.path:
+        sys.path.insert(0, str(tests))
+    from tests.v1.kv_connector.unit import test_nixl_desc_geometry as geo
+    from tests.v1.kv_connector.unit import utils as vu
+
+    return vu, geo
+
+
+class Stack:
+    """A decode engine's scheduler and NIXL pull worker, and a prefill engine's block
+    pool and worker (whose block ids a request's ``remote_block_ids`` are)."""
+
+    def __init__(self, decode_blocks, prefill_blocks):
+        self.vu, geo = vllm_parts()  # first: it sets the environment vLLM reads on import
+        import msgspec
+        from vllm.distributed.kv_transfer.kv_connector.v1.nixl.metadata import NixlAgentMetadata
+        from vllm.distributed.kv_transfer.kv_connector.v1.nixl.pull_worker import (
+            NixlPullConnectorWorker,
+        )
+        from vllm.v1.core.block_pool import BlockPool
+
+        config = self.vu.create_vllm_config(block_size=BLOCK, max_num_seqs=64,
+                                            max_num_batched_tokens=8192)
+        self.sched = self.vu.create_scheduler(config, num_blocks=decode_blocks)
+        self.pool = self.sched.kv_cache_manager.block_pool
+        self.prefill_pool = BlockPool(prefill_blocks, enable_caching=False, hash_block_size=BLOCK)
+        # One packed region of one 128-byte row per block: a descriptor id is a block id.
+        self.worker, self.raw = geo._make_packed_mla_view_worker(
+            {"L0": (0, 128)}, 128, num_blocks=decode_blocks, worker_cls=NixlPullConnectorWorker)
+        producer, self.prefill_raw = geo._make_packed_mla_view_worker(
+            {"L0": (0, 128)}, 128, num_blocks=prefill_blocks, worker_cls=NixlPullConnectorWorker)
+        meta = msgspec.msgpack.decode(producer.xfer_handshake_metadata.agent_metadata_bytes,
+                                      type=NixlAgentMetadata)
+        meta.engine_id = "my-engine-id"  # the one vLLM's create_request names
+        self.worker._remote_agents[meta.engine_id] = {
+            (0, 0): self.worker.add_remote_agent(meta, remote_tp_rank=0, remote_tp_size=1)}
+
+    def pairs_posted(self, first_xfer):
+        """(local block, remote block) of every descriptor posted since ``first_xfer``,
+        resolved from the registered descriptor lists' addresses, per transfer."""
+        nixl = self.worker.nixl_wrapper
+        out = []
+        for _op, lh, lids, rh, rids in nixl.xfers[first_xfer:]:
+            la = nixl.dlists[lh][np.asarray(lids, np.int64), 0].astype(np.int64)
+            ra = nixl.dlists[rh][np.asarray(rids, np.int64), 0].astype(np.int64)
+            out.append((np.asarray(lids), np.asarray(rids),
+                        (la - self.raw.data_ptr()) // 128, (ra - self.prefill_raw.data_ptr()) // 128))
+        return out
+
+    def check_pool(self):
+        """No block lost or handed out twice: the live requests' blocks and the free
+        queue partition the pool (less the null block)."""
+        manager = self.sched.kv_cache_manager
+        held = {}
+        for rid in self.sched.requests:
+            for b in manager.get_block_ids(rid)[0]:
+                held.setdefault(b, set()).add(rid)
+        queue, free, b = self.pool.free_block_queue, [], None
+        b = queue.fake_free_list_head.next_free_block
+        while b is not queue.fake_free_list_tail:
+            free.append(b.block_id)
+            b = b.next_free_block
+        assert len(free) == len(set(free)) == queue.num_free_blocks
+        for bid, owners in held.items():
+            block = self.pool.blocks[bid]
+            # A block two requests hold is a prefix-cache share: counted, hashed.
+            assert block.ref_cnt == len(owners), (bid, owners, block.ref_cnt)
+            assert len(owners) == 1 or block.block_hash is not None
+        assert not set(free) & set(held)
+        null = self.pool.null_block.block_id
+        assert set(free) | set(held) | {null} == set(range(self.pool.num_gpu_blocks))
+
+
+def run_stack(plugin, requests=240, seed=0, decode_blocks=1200, prefill_blocks=2400, hooks=None):
+    """Serves ``requests`` remote-prefill requests through the real stack and returns
+    what happened: the plugin's counters, descriptors after NIXL's merge rule, prefix
+    hits, and each request's (local, remote) blocks as vLLM's bookkeeping holds them."""
+    vllm_plugin.unregister()
+    if plugin:
+        assert vllm_plugin.register(hooks or vllm_plugin.FEATURES) == set(hooks or vllm_plugin.FEATURES)
+    vllm_plugin.reset_counters()
+    try:
+        st = Stack(decode_blocks, prefill_blocks)
+        vu, sched = st.vu, st.sched
+        rng = random.Random(seed)
+        held_remote = []  # (release step, prefill blocks)
+        placed_blocks = {}
+        descriptors = hits = steps = 0
+        todo = list(range(requests))
+        while todo or sched.requests:
+            steps += 1
+            assert steps < 20 * requests, "the stack stopped serving"
+            for _ in range(rng.randint(0, 3)):
+                if not todo:
+                    break
+                i = todo.pop(0)
+                n = max(2, min(48, int(rng.lognormvariate(2.3, 0.7))))
+                if st.prefill_pool.get_num_free_blocks() < n:
+                    todo.insert(0, i)
+                    break
+                pblocks = st.prefill_pool.get_new_blocks(n)
+                held_remote.append((steps + rng.randint(1, 12), pblocks))
+                shared = 2 * BLOCK if rng.random() < 0.3 else 0
+                req = vu.create_request(
+                    request_id=10_000 * (seed + 1) + i, num_tokens=n * BLOCK,
+                    common_prefix_len=shared, do_remote_prefill=True, num_remote_blocks=n,
+                    block_size=BLOCK, max_tokens=rng.randint(1, 30))
+                # One list per KV cache group, as a prefill engine returns them.
+                req.kv_transfer_params["remote_block_ids"] = [[b.block_id for b in pblocks]]
+                sched.add_request(req)
+            out = sched.schedule()
+            recvd = set()
+            meta = out.kv_connector_metadata
+            for rid, m in (meta.reqs_to_recv.items() if meta is not None else []):
+                local = list(m.local_block_ids[0])
+                remote = list(m.remote.block_ids[0])
+                hits += sum(m.local_num_computed_blocks)
+                # vLLM's bookkeeping: the blocks it pulls into are the request's own tail.
+                own = sched.kv_cache_manager.get_block_ids(rid)[0]
+                assert local == own[len(own) - len(local):]
+                placed_blocks[rid] = (local, remote[len(remote) - len(local):] if local else [])
+                m.local_physical_block_ids = st.worker._logical_to_kernel_block_ids(
+                    m.local_block_ids, st.worker._physical_blocks_per_logical_kv_block)
+                st.worker._recving_metadata[rid] = m
+                first = len(st.worker.nixl_wrapper.xfers)
+                st.worker._read_blocks_for_req(rid, m)
+                posted = st.pairs_posted(first)
+                got = [(int(a), int(b)) for *_ids, la, ra in posted for a, b in zip(la, ra)]
+                # Every block transferred lands where the bookkeeping says, once.
+                assert sorted(got) == sorted(zip(*placed_blocks[rid])), rid
+                descriptors += sum(merged(lids, rids) for lids, rids, *_ in posted)
+                recvd.add(rid)
+            st.check_pool()
+            ran = [sched.requests[r] for r in out.num_scheduled_tokens]
+            mro = vu.create_model_runner_output(ran, finished_recving=recvd or None)
+            sched.update_from_output(out, mro)
+            for item in [h for h in held_remote if h[0] <= steps]:
+                held_remote.remove(item)
+                st.prefill_pool.free_blocks(reversed(item[1]))
+        st.check_pool()
+        return dict(vllm_plugin.counters(), descriptors=descriptors, hits=hits,
+                    blocks=placed_blocks, requests=requests)
+    finally:
+        vllm_plugin.unregister()
+
+
+def fragmented():
+    """The fragmented-pool run both ways: vLLM alone, then with every feature."""
+    off = run_stack(plugin=False)
+    on = run_stack(plugin=True)
+    return off, on
+
+
+def test_fragmented_pool_through_the_real_stack():
+    off, on = fragmented()
+    assert off["placed"] == 0 and off["errors"] == 0
+    assert on["placed"] > 0 and on["errors"] == 0
+    assert on["nixl_transfers"] > 0 and on["nixl_after"] == on["descriptors"]
+    assert on["descriptors"] * 1.2 <= off["descriptors"], (on["descriptors"], off["descriptors"])
+    # Prefix caching still hits (placement may reorder eviction, not stop it).
+    assert on["hits"] > 0 and on["hits"] >= 0.9 * off["hits"]
+
+
+def failing(*args, **kwargs):
+    raise RuntimeError("injected by the test")
+
+
+@pytest.mark.parametrize("where", ["adapters.vllm_place_front", "adapters.place"])
+def test_a_failing_placement_serves_vllms_way(monkeypatch, where):
+    off = run_stack(plugin=False, requests=60)
+    monkeypatch.setattr(adapters, where.split(".")[1], failing)
+    on = run_stack(plugin=True, requests=60, hooks=["place"])
+    assert on["placed"] == 0 and on["errors"] > 0 and on["errors"] == on["place_errors"]
+    # Every request was served, on exactly the blocks vLLM alone gives it.
+    assert on["blocks"] == off["blocks"]
+
+
+def test_a_failing_nixl_order_posts_vllms_order(monkeypatch):
+    off = run_stack(plugin=False, requests=60)
+    monkeypatch.setattr(vllm_plugin, "nixl_order", failing)
+    on = run_stack(plugin=True, requests=60, hooks=["nixl_order"])
+    assert on["nixl_order_errors"] > 0 and on["errors"] == on["nixl_order_errors"]
+    assert on["descriptors"] == off["descriptors"] and on["blocks"] == off["blocks"]
+
+
+def test_mooncake_grouping_is_corun_and_equals_vllms(monkeypatch):
+    vllm_parts()
+    from vllm.distributed.kv_transfer.kv_connector.v1.mooncake import mooncake_connector as mc
+
+    vllm_plugin.unregister()
+    own = mc.group_concurrent_contiguous
+    # _build_transfer_params calls the module's name: rebinding it reaches that call.
+    assert "group_concurrent_contiguous" in mc.MooncakeConnectorWorker._build_transfer_params.__code__.co_names
+    try:
+        assert vllm_plugin.register(["mooncake"]) == {"mooncake"}
+        ours = mc.group_concurrent_contiguous
+        assert ours is not own
+        rng = np.random.default_rng(1)
+        for _ in range(300):
+            local, remote = random_pairs(rng, int(rng.integers(0, 120)))
+            assert ours(local, remote) == own(local, remote)
+        assert vllm_plugin.counters()["mooncake_calls"] == 300
+        monkeypatch.setattr(_corun, "group_concurrent_contiguous", failing)
+        assert ours([3, 4, 9], [7, 8, 1]) == own([3, 4, 9], [7, 8, 1])
+        assert vllm_plugin.counters()["mooncake_errors"] == 1
+    finally:
+        vllm_plugin.unregister()
+    assert mc.group_concurrent_contiguous is own
+
+
+def main():
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        off, on = fragmented()
+    except BaseException as e:  # a skip (vLLM absent) or a failure
+        traceback.print_exc()
+        print(f"vllm-plugin: could not run: {e!r}")
+        return 1
+    print(f"vllm-plugin placed={on['placed']} fallback={on['fallback']} errors={on['errors']} "
+          f"nixl_before={off['descriptors']} nixl_after={on['descriptors']}")
+    print(f"vllm-plugin detail: requests={on['requests']} prefix_hit_blocks off={off['hits']} "
+          f"on={on['hits']}; with placement, descriptors in vLLM's order {on['nixl_before']}, "
+          f"in corun's {on['nixl_after']}")
+    ok = (on["placed"] > 0 and on["errors"] == 0 and on["descriptors"] * 1.2 <= off["descriptors"]
+          and on["hits"] > 0)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
