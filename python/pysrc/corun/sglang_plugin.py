@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
+import inspect
 import logging
 import os
 import sys
@@ -200,26 +201,35 @@ def _enable_place() -> bool:
     cls = paged.PagedTokenToKVPoolAllocator
     own_slots, own_extend = allocation.alloc_paged_token_slots_extend, cls.alloc_extend
 
+    slots_signature = inspect.signature(own_slots)
+    find_batch = guarded(_counters, "place", lambda *a, **k: None)(
+        lambda args, kwargs: slots_signature.bind(*args, **kwargs).arguments.get("batch"))
+
     @functools.wraps(own_slots)
     def alloc_paged_token_slots_extend(*args, **kwargs):
-        # Only records the batch for alloc_extend below: nothing here can fail.
+        # Only records the batch for alloc_extend below.
         previous = getattr(_current, "batch", None)
-        _current.batch = kwargs.get("batch", args[8] if len(args) > 8 else None)
+        _current.batch = find_batch(args, kwargs)
         try:
             return own_slots(*args, **kwargs)
         finally:
             _current.batch = previous
 
-    place = guarded(_counters, "place", lambda *a, **k: None)(_place_batch)
+    signature = inspect.signature(own_extend)
+
+    def place_batch(self, batch, args, kwargs):
+        given = signature.bind(self, *args, **kwargs).arguments
+        _place_batch(self, batch, given["prefix_lens_cpu"], given["seq_lens_cpu"],
+                     given["extend_num_tokens"])
+
+    place = guarded(_counters, "place", lambda *a, **k: None)(place_batch)
 
     @functools.wraps(own_extend)
-    def alloc_extend(self, prefix_lens, prefix_lens_cpu, seq_lens, seq_lens_cpu, last_loc,
-                     extend_num_tokens, *args, **kwargs):
+    def alloc_extend(self, *args, **kwargs):
         batch = getattr(_current, "batch", None)
         if batch is not None and type(self) is cls:
-            place(self, batch, prefix_lens_cpu, seq_lens_cpu, extend_num_tokens)
-        return own_extend(self, prefix_lens, prefix_lens_cpu, seq_lens, seq_lens_cpu, last_loc,
-                          extend_num_tokens, *args, **kwargs)
+            place(self, batch, args, kwargs)
+        return own_extend(self, *args, **kwargs)
 
     # ALLOC_EXTEND_FUNCS and alloc_for_extend look the function up in the module at call time.
     _patch(allocation, "alloc_paged_token_slots_extend", alloc_paged_token_slots_extend)
