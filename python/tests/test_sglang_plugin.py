@@ -10,6 +10,7 @@ The switch, the feature names and the version check are tested without it.
 """
 
 import importlib
+import importlib.util
 import logging
 import os
 import sys
@@ -34,21 +35,31 @@ def clean():
     plugin.disable()
 
 
+_stack = {}
+
+
 def stack():
-    """SGLang's allocation and transfer modules, or a skip naming what is missing."""
+    """SGLang's allocation and transfer modules, or a skip naming what is missing (tried
+    once: a failed import leaves sglang's package half imported)."""
     if not sglang_ref.available():
         if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
             pytest.fail(f"CORUN_REQUIRE_ENGINES=1 but SGLang is missing: {sglang_ref.INSTALL}")
         pytest.skip(f"SGLang not installed ({sglang_ref.INSTALL})")
-    try:
-        return SimpleNamespace(
-            utils=importlib.import_module("sglang.srt.disaggregation.common.utils"),
-            allocation=importlib.import_module("sglang.srt.mem_cache.allocation"),
-            paged=importlib.import_module("sglang.srt.mem_cache.allocator.paged"),
-            mooncake=importlib.import_module("sglang.srt.disaggregation.mooncake.conn"),
-        )
-    except ImportError as e:
-        pytest.skip(f"SGLang's modules need its runtime stack to import here: {e}")
+    if not _stack and importlib.util.find_spec("torch") is None:
+        _stack["missing"] = "SGLang's modules need torch (and its runtime stack): not installed"
+    if not _stack:
+        try:
+            _stack["modules"] = SimpleNamespace(
+                utils=importlib.import_module("sglang.srt.disaggregation.common.utils"),
+                allocation=importlib.import_module("sglang.srt.mem_cache.allocation"),
+                paged=importlib.import_module("sglang.srt.mem_cache.allocator.paged"),
+                mooncake=importlib.import_module("sglang.srt.disaggregation.mooncake.conn"),
+            )
+        except ImportError as e:
+            _stack["missing"] = f"SGLang's modules need its runtime stack to import here: {e}"
+    if "missing" in _stack:
+        pytest.skip(_stack["missing"])
+    return _stack["modules"]
 
 
 # --- the switch, without SGLang's stack ---------------------------------------------
