@@ -35,7 +35,16 @@ free queue, SGLang's paged allocator) and move in the ways of issue 22 and 23 si
 (ascending, either-direction, order-free, placed), each request verified; the last lines,
 one per engine and allocator:
 ``e2e-replay engine=<name> allocator=<vllm|sglang> requests=<n> verified=yes asc=<d>/<ms>ms
-either=<d>/<ms>ms orderfree=<d>/<ms>ms placed=<d>/<ms>ms``.
+either=<d>/<ms>ms orderfree=<d>/<ms>ms placed=<d>/<ms>ms``. On NIXL, vLLM's requests also
+go the way vLLM 0.33's NIXL connector posts them (prepped descriptor lists, one
+descriptor per region and block, ids as its ``_compute_desc_ids`` computes them,
+``make_prepped_xfer`` in vLLM's order: ``vllm_ids``) and with the same ids in corun's order
+(each run descending on both sides listed ascending, so that NIXL's own merge of
+neighbours adjacent in the same order takes it: ``ordered_ids``); the line gains
+``vllm_ids=<ids>/<ms>ms vllm_ids_nixl=<d> ordered_ids=<ids>/<ms>ms ordered_ids_nixl=<d>``,
+ids per buffer and the descriptors per buffer NIXL posted after its merge (its
+telemetry's ``descCount``). NIXL 1.5 merges prepped descriptors: 2,048 ids ascending on
+both sides post as one descriptor, descending as 2,048 (``skip_desc_merge=True``: 2,048).
 
 The last lines, one per engine and workload:
 ``e2e engine=<name> workload=<name> pages=<N> verified=yes corun_ms=<x> sglang_ms=<y> per_page_ms=<z>``
@@ -168,7 +177,8 @@ class Nixl:
         from nixl_cu12._api import nixl_agent, nixl_agent_config
 
         self.role = role
-        self.agent = nixl_agent(role, nixl_agent_config(backends=["UCX"]))
+        # Telemetry: each transfer's descriptor count after NIXL's own merge (descCount).
+        self.agent = nixl_agent(role, nixl_agent_config(backends=["UCX"], capture_telemetry=True))
         self.prepped = None
 
     def register(self, pool):
@@ -185,9 +195,10 @@ class Nixl:
         name = self.peer
         self.peer_name = name.decode() if isinstance(name, bytes) else str(name)
 
-    def run(self, handle, what):
+    def run(self, handle, what, done=None):
         """Posts ``handle`` and polls it until done; an error state, an engine exception,
-        or no completion within ``XFER_TIMEOUT``, raises ``TransferError``."""
+        or no completion within ``XFER_TIMEOUT``, raises ``TransferError``. Returns
+        ``done(handle)`` (called once done, before the handle is released), or None."""
         if not handle:
             raise TransferError(f"nixl: {what}: the transfer could not be created")
         try:
@@ -199,6 +210,7 @@ class Nixl:
                 state = self.engine_call(what, self.agent.check_xfer_state, handle)
             if state == "ERR":
                 raise TransferError(f"nixl: {what} to {self.peer_name} failed (state ERR)")
+            return None if done is None else self.engine_call(what, done, handle)
         finally:
             self.agent.release_xfer_handle(handle)
 
@@ -219,6 +231,19 @@ class Nixl:
         handoff = time.perf_counter() - t
         self.run(handle, what)
         return handoff
+
+    def prepped_xfer(self, local_ids, remote_ids, what, parts):
+        """A transfer of the pool's prepped descriptors by id (``prep``), as vLLM's and
+        SGLang's connectors post KV pages: ``make_prepped_xfer("WRITE", local handle,
+        local ids, remote handle, remote ids)``, then the transfer. Adds ``handoff`` and
+        ``transfer`` to ``parts``; returns the descriptors NIXL posted after its merge of
+        neighbours adjacent on both sides in the same order (its telemetry's descCount)."""
+        handle = timed(parts, "handoff", lambda: self.engine_call(
+            what, self.agent.make_prepped_xfer, "WRITE", self.prepped[0], local_ids,
+            self.prepped[1], remote_ids))
+        # The telemetry is read once the transfer is done (before, NIXL says NOT_POSTED).
+        return timed(parts, "transfer", lambda: self.run(
+            handle, what, lambda h: self.agent.get_xfer_telemetry(h).descCount))
 
     def prep(self, remote_pool_base, pool):
         """Prepared per-page descriptor lists for the whole pool, local and remote, as
@@ -394,9 +419,7 @@ def nixl_ways(s, src, dst, limit):
             return (off + src[None, :]).ravel(), (off + dst[None, :]).ravel()
 
         si, di = timed(p, "descriptors", indices)
-        handle = timed(p, "handoff", lambda: e.agent.make_prepped_xfer(
-            "WRITE", e.prepped[0], si, e.prepped[1], di))
-        timed(p, "transfer", lambda: e.run(handle, "per-page prepped"))
+        e.prepped_xfer(si, di, "per-page prepped", p)
         return len(si), p, BUFFERS
 
     def per_page():
@@ -467,6 +490,68 @@ def run(engine_name, sizes, names, page_bytes, rounds, limit, report):
 
 # --- replayed requests ----------------------------------------------------------------
 
+
+def vllm_desc_ids(blocks, regions, num_blocks):
+    """vLLM 0.33's prepped-descriptor ids for ``blocks``: one descriptor per region and
+    block, region-major, ``region * num_blocks + block`` (``NixlBaseConnectorWorker.
+    _compute_desc_ids`` in ``kv_connector/v1/nixl/base_worker.py``, its all-attention path
+    with one KV-cache group: ``region_offsets[:, None] + block_arr`` raveled, where the
+    offsets are the cumulative block counts of the regions and ``block_arr`` is int32)."""
+    region_offsets = np.cumsum([0] + [num_blocks] * (regions - 1))
+    return (region_offsets[:, None] + np.asarray(blocks, dtype=np.int32)[None, :]).ravel()
+
+
+def merge_order(src, dst):
+    """The pairs ``(src[i], dst[i])`` reordered so that NIXL's merge covers the runs that
+    descend on both sides: NIXL merges two descriptors only when local and remote are each
+    adjacent *in the order listed*, so every either-direction run (``corun.runs``) that
+    descends is listed ascending on both sides. The set of pairs is unchanged."""
+    _, _, lengths = corun.runs(src, dst, direction="either")
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    down = lengths > 1
+    down[down] = src[starts[down] + 1] < src[starts[down]]
+    run = np.repeat(np.arange(len(lengths)), lengths)
+    i = np.arange(len(src))
+    order = np.where(down[run], starts[run] + ends[run] - 1 - i, i)
+    return src[order], dst[order]
+
+
+def vllm_nixl_ways(s, lists, report):
+    """vLLM's requests posted through NIXL the way vLLM 0.33's connector posts them
+    (``vllm_ids``: prepped descriptors, ids by ``vllm_desc_ids`` in vLLM's order,
+    ``make_prepped_xfer``) and with the same ids in ``merge_order`` (``ordered_ids``),
+    request by request side by side (which goes first alternates), each verified. Returns
+    ``{way: (ids per buffer, seconds, descriptors NIXL posted per buffer)}``."""
+    pages = s.pool.pages
+    out = {"vllm_ids": [0, 0.0, 0], "ordered_ids": [0, 0.0, 0]}
+
+    def vllm_way(src, dst, p):
+        li, ri = timed(p, "descriptors", lambda: (
+            vllm_desc_ids(src, BUFFERS, pages), vllm_desc_ids(dst, BUFFERS, pages)))
+        return len(li), s.engine.prepped_xfer(li, ri, "vllm_ids way", p)
+
+    def ordered_way(src, dst, p):
+        src, dst = timed(p, "grouping", lambda: merge_order(src, dst))
+        return vllm_way(src, dst, p)
+
+    ways = {"vllm_ids": vllm_way, "ordered_ids": ordered_way}
+    for k, (src, dst) in enumerate(lists):
+        src, dst = src.astype(np.int64), dst.astype(np.int64)
+        s.check_pages(src, dst)
+        for name in (list(ways) if k % 2 == 0 else list(ways)[::-1]):
+            p = {}
+            ids, merged = ways[name](src, dst, p)
+            s.check(src, dst)
+            row = out[name]
+            row[0] += ids // BUFFERS
+            row[1] += total(p)
+            row[2] += merged
+    for name, (ids, seconds, merged) in out.items():
+        report(f"| nixl | vllm | {len(lists)} | {name} ({merged / BUFFERS:.0f} after NIXL's merge) "
+               f"| {ids:,} | {seconds * 1e3:.1f} |")
+    return {name: (ids, seconds, merged / BUFFERS) for name, (ids, seconds, merged) in out.items()}
+
 # The replay's pools for the end-to-end run (a pool of 3,000 pages of 256 B in 128 buffers
 # is 98 MB a side), and its workload: 16-token pages at 80% occupancy, no decode growth.
 REPLAY_POOLS = (2000, 3000)
@@ -523,6 +608,8 @@ def replayed(engine_name, allocator, requests, page_bytes, limit, report):
                 seconds += total(p)
             out[way] = (count, seconds)
             report(f"| {engine_name} | {allocator} | {len(lists)} | {way} | {count:,} | {seconds * 1e3:.1f} |")
+        if engine_name == "nixl" and allocator == "vllm":
+            out.update(vllm_nixl_ways(s, own, report))
     finally:
         s.close()
     return out
@@ -562,6 +649,13 @@ def main(argv=None):
     return rows
 
 
+def replay_field(way, got):
+    """``<way>=<descriptors or ids per buffer>/<ms>ms``; the prepped ways add
+    ``<way>_nixl=<descriptors NIXL posted per buffer, after its merge>``."""
+    field = f"{way}={got[0]}/{got[1] * 1e3:.1f}ms"
+    return field if len(got) == 2 else f"{field} {way}_nixl={got[2]:.0f}"
+
+
 def main_replay(args):
     print(f"Replayed requests (replay.py, p16-occ80-g0, pools of {REPLAY_POOLS[0]} prefill and "
           f"{REPLAY_POOLS[1]} decode pages of {args.page_bytes} B in {BUFFERS} buffers), every "
@@ -574,7 +668,7 @@ def main_replay(args):
             got = replayed(engine, allocator, args.replay, args.page_bytes, args.sample_over,
                            lambda line: print(line, flush=True))
             lines.append(f"e2e-replay engine={engine} allocator={allocator} requests={args.replay} "
-                         "verified=yes " + " ".join(f"{k}={c}/{t * 1e3:.1f}ms" for k, (c, t) in got.items()))
+                         "verified=yes " + " ".join(replay_field(k, v) for k, v in got.items()))
     print()
     for line in lines:
         print(line)

@@ -116,8 +116,55 @@ def test_replayed_requests_every_way_verified(name):
         pytest.skip("vLLM 0.33 not installed")
     lines = []
     got = e2e.replayed(engine(name), "vllm", 4, page_bytes=64, limit=10**9, report=lines.append)
-    assert list(got) == list(e2e.REPLAY_WAYS) and len(lines) == 4
+    ways = list(e2e.REPLAY_WAYS) + (["vllm_ids", "ordered_ids"] if name == "nixl" else [])
+    assert list(got) == ways and len(lines) == len(ways)
     asc, either, orderfree, placed = (got[w][0] for w in e2e.REPLAY_WAYS)
     # vLLM's recycled blocks: either-direction runs merge what ascending runs cannot, and
     # placement pairs the decode side's pages with prefill's runs.
     assert placed < either <= asc and orderfree <= asc
+    if name == "nixl":
+        # The prepped ways post one id per page and buffer, the same ids both ways; NIXL's
+        # own merge leaves vLLM's order at its ascending runs and corun's order at its
+        # either-direction runs.
+        (ids, _, merged), (ids2, _, merged2) = got["vllm_ids"], got["ordered_ids"]
+        assert ids == ids2 and ids >= asc
+        assert merged == asc and merged2 == either < asc
+
+
+def test_merge_order_lists_descending_runs_ascending_and_keeps_the_pairs():
+    import numpy as np
+
+    src = np.array([9, 8, 7, 1, 2, 3, 20, 40, 39], np.int64)
+    dst = np.array([5, 4, 3, 10, 11, 12, 0, 31, 30], np.int64)
+    s, d = e2e.merge_order(src, dst)
+    assert s.tolist() == [7, 8, 9, 1, 2, 3, 20, 39, 40]
+    assert d.tolist() == [3, 4, 5, 10, 11, 12, 0, 30, 31]
+    assert sorted(zip(s.tolist(), d.tolist())) == sorted(zip(src.tolist(), dst.tolist()))
+    # vLLM's ids: one per region and block, region-major (10 blocks a region).
+    assert e2e.vllm_desc_ids([3, 1], 3, 10).tolist() == [3, 1, 13, 11, 23, 21]
+
+
+REPLAY_LINE = (r"^e2e-replay engine=nixl allocator=vllm requests=2 verified=yes "
+               r"asc=\d+/[\d.]+ms either=\d+/[\d.]+ms orderfree=\d+/[\d.]+ms "
+               r"placed=\d+/[\d.]+ms vllm_ids=\d+/[\d.]+ms vllm_ids_nixl=\d+ "
+               r"ordered_ids=\d+/[\d.]+ms ordered_ids_nixl=\d+$")
+
+
+def test_replay_line_carries_the_prepped_ways(capsys):
+    import re
+
+    engine("nixl")
+    import replay
+
+    try:
+        replay.vllm_classes()
+    except ImportError:
+        if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
+            raise
+        pytest.skip("vLLM 0.33 not installed")
+    e2e.main(["--replay", "2", "--engines", "nixl", "--page-bytes", "64"])
+    out = capsys.readouterr().out.strip().splitlines()
+    vllm_line = next(line for line in out if line.startswith("e2e-replay engine=nixl allocator=vllm"))
+    assert re.match(REPLAY_LINE, vllm_line), vllm_line
+    sglang_line = next(line for line in out if line.startswith("e2e-replay engine=nixl allocator=sglang"))
+    assert "vllm_ids" not in sglang_line
