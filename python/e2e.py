@@ -43,8 +43,9 @@ descriptor per region and block, ids as its ``_compute_desc_ids`` computes them,
 neighbours adjacent in the same order takes it: ``ordered_ids``); the line gains
 ``vllm_ids=<ids>/<ms>ms vllm_ids_nixl=<d> ordered_ids=<ids>/<ms>ms ordered_ids_nixl=<d>``,
 ids per buffer and the descriptors per buffer NIXL posted after its merge (its
-telemetry's ``descCount``). NIXL 1.5 merges prepped descriptors: 2,048 ids ascending on
-both sides post as one descriptor, descending as 2,048 (``skip_desc_merge=True``: 2,048).
+telemetry's ``descCount``). NIXL 1.5 merges prepped descriptors itself (``make_prepped_xfer``,
+unless ``skip_desc_merge``): vLLM's order posts as many as its ascending runs (``asc``),
+corun's order as many as its either-direction runs (``either``).
 
 The last lines, one per engine and workload:
 ``e2e engine=<name> workload=<name> pages=<N> verified=yes corun_ms=<x> sglang_ms=<y> per_page_ms=<z>``

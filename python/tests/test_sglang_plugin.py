@@ -69,8 +69,11 @@ def test_features_by_name_env_and_errors(monkeypatch):
     assert plugin._parse("all") == {"group", "place"}
     assert plugin._parse("group, place") == {"group", "place"}
     assert plugin._parse(["place"]) == {"place"}
+    assert plugin._parse("ALL") == {"group", "place"}
     with pytest.raises(ValueError, match="features: unknown feature 'grup'"):
         plugin.enable(features="grup")
+    with pytest.raises(TypeError, match="features must be a string or a list of strings, got NoneType"):
+        plugin.enable(features=None)
     calls = []
     monkeypatch.setattr(plugin, "enable", lambda features: calls.append(features) or frozenset())
     plugin.enable_from_env({})

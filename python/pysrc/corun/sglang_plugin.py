@@ -104,7 +104,9 @@ def _sglang_version() -> Optional[str]:
 
 def _parse(features) -> set:
     if isinstance(features, str):
-        features = [f for f in features.replace(" ", "").split(",") if f]
+        features = [f for f in features.replace(" ", "").lower().split(",") if f]
+    elif not isinstance(features, (list, tuple, set, frozenset)):
+        raise TypeError(f"features must be a string or a list of strings, got {type(features).__name__}")
     chosen = set()
     for f in features:
         if f == "all":
