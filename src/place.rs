@@ -63,7 +63,7 @@
 //! rest = free without chosen, in list order            # stretch by stretch
 //! ```
 
-use crate::sort::{Table, heap_sort, swap};
+use crate::sort::{Table, intro_sort as sort, swap};
 use crate::{Direction, Error, Grouper, Index};
 
 /// Scratch words [`place`] needs for a request of `pages` pages from a window of `free`
@@ -171,11 +171,11 @@ pub fn place<T: Index>(
         }
     }
     let mut extents = Columns { a: prefix(rooms, x), b: prefix(heads, x), a_descending: false };
-    heap_sort(&mut extents);
+    sort(&mut extents);
 
     // Each run, longest first, whole into the extent with the least room that holds it.
     let r = runs.count;
-    heap_sort(&mut Columns { a: &mut *runs.len, b: &mut *runs.at, a_descending: true });
+    sort(&mut Columns { a: &mut *runs.len, b: &mut *runs.at, a_descending: true });
     let (starts, lens) = (&*runs.at, &mut *runs.len);
     for (&s, l) in starts.iter().zip(lens.iter_mut()) {
         let k = extents.a.partition_point(|&room| room < *l);
@@ -211,7 +211,7 @@ pub fn place<T: Index>(
         return Ok(Placement { bound: r, placed: own, own, split, fallback: true });
     }
     stretches.keep_low_parts(&extents);
-    heap_sort(&mut Columns { a: &mut *stretches.at, b: &mut *stretches.len, a_descending: false });
+    sort(&mut Columns { a: &mut *stretches.at, b: &mut *stretches.len, a_descending: false });
     let mut to = 0;
     for (&p, &m) in stretches.at.iter().zip(stretches.len.iter()) {
         let (Some(from), Some(out)) = (free.get(p..p + m), rest.get_mut(to..to + m)) else {
@@ -330,7 +330,7 @@ impl<'a, T: Index> Ranges<'a, T> {
     /// Sorts the ranges by lowest id; two that overlap share a page: the error names
     /// `list` and the first two positions of the smallest such page.
     fn sort_by_low(&mut self, list: &'static str) -> Result<(), Error> {
-        heap_sort(self);
+        sort(self);
         let mut highest = None;
         for k in 0..self.count {
             let (lo, hi) = self.ends(k).unwrap_or((0, -1));

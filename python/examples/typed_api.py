@@ -175,7 +175,7 @@ def stacks() -> None:
     # SGLang: dst pages 40..43 in one run; free[:4] = (2, 5, 6, 7) would be two.
     alloc = Allocator(np.array([2, 5, 6, 7, 8, 11], np.int64))
     stats = adapters.sglang_place_front(alloc, np.arange(40, 44), window=lambda n: n + 2)
-    assert (stats["own"], stats["placed"]) == (2, 1)
+    assert stats is not None and (stats["own"], stats["placed"]) == (2, 1)
     assert alloc.alloc(4).tolist() == [5, 6, 7, 8] and alloc.free_pages.tolist() == [2, 11]
 
 

@@ -4,7 +4,8 @@
 //! Three layers, one file each: [`input`] turns Python objects into checked slices (in
 //! place only when numpy's array is aligned, contiguous and native), this file holds the
 //! functions, [`output`] builds what they return; [`errors`] holds the exceptions and the
-//! fallible allocations, [`ints`] the shared Python ints. The kernel runs with the GIL
+//! fallible allocations, [`ints`] the shared Python ints, [`queue`] vLLM's free queue
+//! for the placement adapter. The kernel runs with the GIL
 //! released (`Python::detach`) from 1,024 positions on.
 
 use std::num::{NonZeroU64, NonZeroUsize};
@@ -19,6 +20,7 @@ mod errors;
 mod input;
 mod ints;
 mod output;
+mod queue;
 
 use input::{Indices, Keep, indices, with_slices};
 use output::Form;
@@ -189,11 +191,14 @@ fn sort_by_destination<'py>(
 /// ``bound`` (the first side's own runs, the best possible), ``placed`` (with the chosen
 /// pages), ``own`` (with the allocator's own choice ``free[:len(first)]``), ``split``
 /// (runs no free extent held whole) and ``fallback`` (the chosen pages are the
-/// allocator's own choice, which placing did not beat). The rule: each first-side run
-/// goes whole into the first extent of the free list (a stretch stepping by +1 or -1)
-/// with room for it, longest runs first, written in the run's direction; see the Rust
-/// docs of ``corun::place``. ``free`` must hold distinct pages; fewer pages than
-/// ``first`` is a ``ValueError``.
+/// allocator's own choice, which placing did not beat). The rule (best fit): the
+/// first-side runs, longest first, each go whole into the extent (a set of consecutive
+/// ids of ``free``, wherever they stand in it) with the least room that holds it (the
+/// lowest ids on ties), taking its highest ids, written in the run's direction; runs that
+/// fit nowhere are split over the extents with the most room; the allocator's own choice
+/// unless placing is strictly better. See the Rust docs of ``corun::place``. A page twice
+/// in ``first`` or ``free`` is a ``ValueError`` naming the list and both positions (placed,
+/// it would be handed out twice); fewer pages in ``free`` than in ``first`` too.
 #[pyfunction]
 #[pyo3(signature = (first, free, *, direction=EITHER),
        text_signature = "(first, free, *, direction='either')")]
@@ -366,6 +371,8 @@ fn _corun(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transfer_descriptors, m)?)?;
     m.add_function(wrap_pyfunction!(sort_by_destination, m)?)?;
     m.add_function(wrap_pyfunction!(place, m)?)?;
+    m.add_function(wrap_pyfunction!(queue::_free_queue_front, m)?)?;
+    m.add_function(wrap_pyfunction!(queue::_free_queue_move_front, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

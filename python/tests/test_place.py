@@ -180,6 +180,81 @@ def test_vllm_adapter_puts_the_placed_blocks_first():
     assert len(spans(remote, got, direction="either")) == stats["placed"]
 
 
+def check_queue(pool, free_ids):
+    """vLLM's free queue is a well-formed doubly linked list holding exactly `free_ids`."""
+    q = pool.free_block_queue
+    ids, b = [], q.fake_free_list_head
+    while b.next_free_block is not None:
+        nxt = b.next_free_block
+        assert nxt.prev_free_block is b, "broken back link"
+        b = nxt
+        if b is not q.fake_free_list_tail:
+            ids.append(b.block_id)
+    assert b is q.fake_free_list_tail
+    assert len(ids) == q.num_free_blocks == len(set(ids))
+    assert set(ids) == free_ids
+    return ids
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_vllm_adapter_keeps_the_real_queue_whole_on_every_path(data):
+    """Placement through vLLM's real FreeKVCacheBlockQueue, between BlockPool's own paths:
+    allocations (evicting cached blocks), prefix hits (touch: removal from the middle),
+    frees of many blocks in vLLM's order (hashed to the tail, the rest to the head). The
+    queue stays a well-formed list of exactly the free blocks, no block is handed out
+    twice, and get_new_blocks returns the placed blocks."""
+    blocks = data.draw(st.integers(8, 80))
+    pool = vllm_pool(blocks, caching=True)
+    live, free, cached = [], set(range(blocks)), []
+    for step in range(data.draw(st.integers(1, 30))):
+        op = data.draw(st.sampled_from(["alloc", "place", "touch", "free"]))
+        if op in ("alloc", "place") and free:
+            n = data.draw(st.integers(1, len(free)))
+            if op == "place":
+                remote = data.draw(st.lists(st.integers(0, 4 * blocks), min_size=n, max_size=n, unique=True))
+                before = check_queue(pool, free)
+                stats = adapters.vllm_place_front(pool, remote, window=data.draw(st.integers(n, n + 20)))
+                after = check_queue(pool, free)
+                if stats["fallback"]:
+                    assert after == before
+            got = pool.get_new_blocks(n)
+            if op == "place":
+                assert [b.block_id for b in got] == after[:n]
+            ids = [b.block_id for b in got]
+            assert set(ids) <= free and len(set(ids)) == n, "a block handed out twice"
+            free -= set(ids)
+            hashes = [(step, i) for i in range(n)]
+            pool.cache(got, hashes)
+            cached.append(hashes)
+            live.append(got)
+        elif op == "touch" and cached:
+            hit = pool.touch_prefix(data.draw(st.sampled_from(cached)))
+            free -= {b.block_id for b in hit}
+            if hit:
+                live.append(hit)
+        elif op == "free" and live:
+            k = data.draw(st.integers(0, len(live) - 1))
+            gone = live.pop(k)
+            pool.free(gone)
+            free |= {b.block_id for b in gone if b.ref_cnt == 0}
+        check_queue(pool, free)
+
+
+def test_vllm_queue_move_front_checks_before_it_relinks():
+    pool = vllm_pool(8, caching=False)
+    taken = pool.get_new_blocks(2)  # blocks 0 and 1 leave the queue
+    before = queue_ids(pool)
+    q = pool.free_block_queue
+    with pytest.raises(RuntimeError, match="block 1 is not in the free queue"):
+        corun._corun._free_queue_move_front(q, [pool.blocks[5], taken[1]])
+    assert queue_ids(pool) == before, "nothing relinked"
+    corun._corun._free_queue_move_front(q, [pool.blocks[5], pool.blocks[3]])
+    assert queue_ids(pool) == [5, 3, 2, 4, 6, 7]
+    assert corun._corun._free_queue_front(q, 4).tolist() == [5, 3, 2, 4]
+    assert corun._corun._free_queue_front(q, 99).tolist() == [5, 3, 2, 4, 6, 7]
+
+
 def test_vllm_adapter_leaves_the_queue_alone_on_fallback():
     pool = vllm_pool(16, caching=False)
     before = queue_ids(pool)
@@ -206,3 +281,7 @@ def test_sglang_adapter_reorders_the_front_of_free_pages():
     assert len(spans(dst, got.tolist(), direction="either")) == 2
     with pytest.raises(ValueError, match="window must be at least"):
         adapters.sglang_place_front(alloc, dst[:4], window=3)
+    # A shortage changes nothing: SGLang's alloc then returns None, as without placement.
+    before = alloc.free_pages.tolist()
+    assert adapters.sglang_place_front(alloc, np.arange(100, 113)) is None
+    assert alloc.free_pages.tolist() == before and alloc.alloc(13) is None

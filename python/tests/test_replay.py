@@ -14,7 +14,8 @@ import replay  # noqa: E402
 LINE = re.compile(
     r"^replay allocator=(vllm|sglang) workload=(\S+) requests=(\d+) pages=(\d+) asc=(\d+) "
     r"either=(\d+) orderfree=(\d+) gather_wrs=(\d+) gather_wrs_either=(\d+) "
-    r"placed=(\d+) bound=(\d+) hit_rate=(\d\.\d+/\d\.\d+|-/-)$"
+    r"placed=(\d+) bound=(\d+) hit_rate=(\d\.\d+/\d\.\d+|-/-) "
+    r"adapter_us=(\d+\.\d) saved_us=(-?\d+\.\d)$"
 )
 
 

@@ -7,6 +7,7 @@ from 2**63). Other combinations get ``npt.NDArray[np.integer[Any]]``."""
 
 from typing import (
     Any,
+    List,
     Literal,
     Optional,
     Sequence,
@@ -206,3 +207,8 @@ def sort_by_destination(
 ) -> Tuple[_FromList, _FromList]: ...
 @overload
 def sort_by_destination(src: _IndexArray, dst: _IndexArray) -> Tuple[_Ints, _Ints]: ...
+
+# vLLM's free block queue, read and reordered for ``corun.adapters.vllm_place_front``
+# (private: the adapter is the interface).
+def _free_queue_front(queue: Any, count: int) -> npt.NDArray[np.int64]: ...
+def _free_queue_move_front(queue: Any, blocks: List[Any]) -> None: ...

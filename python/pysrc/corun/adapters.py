@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._corun import place
+from ._corun import _free_queue_front, _free_queue_move_front, place
 
 if TYPE_CHECKING:
     from typing import Any, Callable, Literal, Optional, Union
@@ -40,22 +40,35 @@ if TYPE_CHECKING:
     # How deep placement reaches: a number of pages, or a function of the request's.
     _Window = Optional[Union[int, Callable[[int], int]]]
 
-__all__ = ["default_window", "sglang_place_front", "vllm_place_front"]
+__all__ = ["default_window", "sglang_place_front", "sglang_window", "vllm_place_front"]
 
 
 def default_window(n: int) -> int:
     """How deep into the free list placement reaches for a request of ``n`` pages: ``4n +
-    64``. Deeper windows place more runs but cost more, mostly in reading vLLM's free queue
-    (a Python linked list, walked block by block). On vLLM's replays (``python/replay.py
+    64``. Deeper windows place more runs but cost more (reading vLLM's free queue, a
+    linked list of Python objects, block by block, and sorting what was read). On vLLM's replays (``python/replay.py
     --window``, the results files in ``python/README.md``): ``n + 64`` placed 100,362
     descriptors at p16 where ``4n + 64`` placed 82,657 (bound 72,802), and with 1-token
     pages it gained almost nothing (1.01x against 1.5x)."""
     return 4 * n + 64
 
 
-def _window(n: int, free: int, window: _Window) -> int:
+def sglang_window(n: int) -> int:
+    """SGLang's default window: exactly the request's ``n`` pages, so that placement only
+    pairs the pages SGLang's own ``alloc`` would hand out. SGLang's P/D free list is sorted
+    and taken from its front, an address-ordered sweep that keeps free pages contiguous;
+    reaching deeper (``4n + 64``) fragmented it, and whole replays ended 2-10% *worse* than
+    not placing with 1-token pages (``python/replay.py``, issue 30). Within the front ``n``
+    pages the same pages leave the free list as without placement (its staged frees are
+    sorted before reuse, so their order does not matter), the allocator's state evolves
+    exactly as it would, and each request is placed no worse than its own pages: a whole
+    run cannot end worse."""
+    return n
+
+
+def _window(n: int, free: int, window: _Window, default: Callable[[int], int] = default_window) -> int:
     if window is None:
-        window = default_window
+        window = default
     w = int(window(n)) if callable(window) else int(window)
     if w < n:
         raise ValueError(f"window must be at least the request's {n} pages, got {w}")
@@ -84,21 +97,13 @@ def vllm_place_front(
     if n > queue.num_free_blocks:
         raise ValueError(f"Cannot get {n} free blocks from the pool")
     w = _window(n, queue.num_free_blocks, window)
-    # The queue is a linked list of Python objects: its front is read once, ids only
-    # (the blocks themselves are block_pool.blocks[id]).
-    ids: list[int]
-    ids, block = [], queue.fake_free_list_head.next_free_block
-    append = ids.append
-    for _ in range(w):
-        append(block.block_id)
-        block = block.next_free_block
-    chosen, _, stats = place(first, np.fromiter(ids, np.int64, w), direction=direction)
+    # The queue is a linked list of Python objects: its front is read in Rust, ids only
+    # (the blocks themselves are block_pool.blocks[id]), and the chosen blocks are
+    # relinked there too, checked before any link changes.
+    chosen, _, stats = place(first, _free_queue_front(queue, w), direction=direction)
     if not stats["fallback"]:
-        blocks, remove = block_pool.blocks, queue.remove
-        picked = [blocks[i] for i in chosen.tolist()]
-        for b in picked:
-            remove(b)
-        queue.prepend_n(picked)
+        blocks = block_pool.blocks
+        _free_queue_move_front(queue, [blocks[i] for i in chosen.tolist()])
     return stats
 
 
@@ -108,13 +113,16 @@ def sglang_place_front(
     *,
     window: _Window = None,
     direction: Literal["ascending", "either"] = "either",
-) -> PlaceStats:
+) -> Optional[PlaceStats]:
     """Reorders the front of ``allocator.free_pages`` (SGLang's
     ``PagedTokenToKVPoolAllocator``; a torch tensor or, in a port, a numpy array) so that
     its first ``len(dst_pages)`` pages pair with ``dst_pages`` run for run; the
     allocator's next ``alloc`` / ``alloc_extend`` of that many pages takes them. Merges
-    the staged frees first when the free list is short, as ``alloc`` does. Returns
-    ``corun.place``'s stats."""
+    the staged frees first when the free list is short, as ``alloc`` does. Reaches
+    ``window`` pages deep (default :func:`sglang_window`: the request's own pages).
+    Returns ``corun.place``'s stats, or ``None`` when the free list holds fewer pages than
+    the request: then nothing is changed, and SGLang's ``alloc`` returns ``None`` as it
+    would without placement (its out-of-memory path is untouched)."""
     first = np.asarray(dst_pages.cpu() if hasattr(dst_pages, "cpu") else dst_pages, dtype=np.int64)
     n = len(first)
     if n > len(allocator.free_pages) and getattr(allocator, "staged_pages", None):
@@ -123,8 +131,8 @@ def sglang_place_front(
     torch_like = hasattr(free, "cpu")
     host: npt.NDArray[np.integer[Any]] = free.cpu().numpy() if torch_like else np.asarray(free)
     if n > len(host):
-        raise ValueError(f"{n} pages needed, {len(host)} free")
-    w = _window(n, len(host), window)
+        return None
+    w = _window(n, len(host), window, sglang_window)
     chosen, rest, stats = place(first, host[:w], direction=direction)
     if not stats["fallback"]:
         out = np.concatenate([chosen, rest, host[w:]]).astype(host.dtype, copy=False)
