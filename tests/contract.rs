@@ -238,3 +238,18 @@ fn descending_blocks_near_the_limits() {
     go::<u64>();
     go::<i64>();
 }
+
+/// The README's rule for `Direction::Either`: greedy left to right, and with a cap each
+/// piece sets its own direction (so capped runs are not cuts of the uncapped ones).
+#[test]
+fn either_is_greedy_and_capped_pieces_set_their_own_direction() {
+    use corun::{Direction, Grouper, Span};
+    let a = [1u32, 2, 3, 2, 1];
+    let either = Grouper::new().direction(Direction::Either);
+    let spans: Vec<Span> = either.runs(&a, &a).unwrap().collect();
+    assert_eq!(spans, [Span { start: 0, len: 3 }, Span { start: 3, len: 2 }]);
+    let capped = either.max_len(core::num::NonZeroUsize::new(2).unwrap());
+    let spans: Vec<Span> = capped.runs(&a, &a).unwrap().collect();
+    let want = [Span { start: 0, len: 2 }, Span { start: 2, len: 2 }, Span { start: 4, len: 1 }];
+    assert_eq!(spans, want);
+}

@@ -136,14 +136,20 @@ pub struct corun_progress {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct corun_options {
-    /// Longest run to report (longer runs come out in pieces); 0 = no cap.
+    /// Longest run to report (longer runs come out in pieces); 0 = no cap. Each piece is
+    /// a run of its own: with `CORUN_EITHER` the next piece's direction is set afresh by
+    /// its first pair, so capped runs are not always cuts of the uncapped ones
+    /// (`1, 2, 3, 2, 1` capped at 2: `[1 2] [3 2] [1]`; uncapped: `[1 2 3] [2 1]`).
     pub max_len: usize,
     /// Index step on the source side (1 for packed pages).
     pub src_step: u64,
     /// Index step on the destination side.
     pub dst_step: u64,
     /// A `corun_direction` value: `CORUN_ASCENDING` (0, also what a three-field
-    /// initializer leaves) or `CORUN_EITHER` (runs may descend on both sides too).
+    /// initializer leaves) or `CORUN_EITHER` (runs may descend on both sides too). Either
+    /// way runs are not unique (`1, 2, 3, 2, 1`); the rule is greedy, left to right: a
+    /// run's first pair sets its direction (ascending when both hold), the pair that
+    /// turns starts the next run (`[1 2 3] [2 1]`).
     pub direction: u32,
 }
 

@@ -119,9 +119,14 @@ fn group_concurrent_contiguous<'py>(
 /// ``src_starts[k]`` and ``dst_starts[k]`` are the first indices of run ``k``, each in
 /// the dtype of its input (``np.asarray(src).dtype``: a list of ints gives int64, or
 /// uint64 when it holds values from 2**63), ``lengths[k]`` its length (int64). No Python
-/// object per run. With ``max_len``, longer runs come out as consecutive pieces of at most
-/// that length. With ``direction="either"`` a run may also descend on both sides (its
-/// starts are its first positions; its lowest pages are ``starts - (lengths - 1)``).
+/// object per run. With ``direction="either"`` a run may also descend on both sides (its
+/// starts are its first positions; its lowest pages are ``starts - (lengths - 1)``); runs
+/// are then not unique (``1, 2, 3, 2, 1``), and the rule is greedy, left to right: a run's
+/// first pair sets its direction (ascending when both hold), the pair that turns starts
+/// the next run (``[1, 2, 3] [2, 1]``). With ``max_len``, longer runs come out as pieces
+/// of at most that length, each a run of its own: with ``"either"`` the next piece's
+/// direction is set afresh by its first pair, so capped runs are not always cuts of the
+/// uncapped ones (``1, 2, 3, 2, 1`` capped at 2: ``[1, 2] [3, 2] [1]``).
 /// Unequal lengths (one empty side included) raise ``ValueError``.
 #[pyfunction]
 #[pyo3(signature = (src, dst, *, max_len=None, direction=ASCENDING),

@@ -285,3 +285,12 @@ def test_sglang_adapter_reorders_the_front_of_free_pages():
     before = alloc.free_pages.tolist()
     assert adapters.sglang_place_front(alloc, np.arange(100, 113)) is None
     assert alloc.free_pages.tolist() == before and alloc.alloc(13) is None
+
+
+def test_either_runs_are_greedy_and_capped_pieces_set_their_own_direction():
+    # The rule the README's contract states: 1, 2, 3, 2, 1 is [1 2 3] [2 1], and capped at 2
+    # [1 2] [3 2] [1] (not a cut of the uncapped runs).
+    a = [1, 2, 3, 2, 1]
+    assert corun.runs(a, a, direction="either")[2].tolist() == [3, 2]
+    s, _, lens = corun.runs(a, a, direction="either", max_len=2)
+    assert (s.tolist(), lens.tolist()) == ([1, 3, 1], [2, 2, 1])
