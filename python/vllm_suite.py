@@ -61,6 +61,7 @@ EXPECTED = {
     "test_prefix_caching.py": 213,
     "test_kv_cache_utils.py": 111,
     "test_remote_prefill_lifecycle.py": 16,
+    "test_remote_decode_lifecycle.py": 4,
 }
 # --quick: the files that exercise every hook (allocation in pull mode, NIXL's reads).
 QUICK = [
