@@ -61,6 +61,10 @@ EXPECTED = {
     "test_prefix_caching.py": 213,
     "test_kv_cache_utils.py": 111,
     "test_remote_prefill_lifecycle.py": 16,
+    "test_remote_decode_lifecycle.py": 4,
+    # 2 fail: test_abort_timeout_on_prefiller[ray], [None] start a real LLM (ray on GPU,
+    # vllm._C kernels the CPU wheel lacks).
+    "test_nixl_connector.py": 195,
 }
 # --quick: the files that exercise every hook (allocation in pull mode, NIXL's reads).
 QUICK = [
