@@ -73,7 +73,7 @@ impl Grouper {
     /// // Token indices in pages of 16 tokens: one index per page, stepping by 16.
     /// let src = [0u32, 16, 32, 96, 112];
     /// let dst = [160u32, 176, 192, 208, 224];
-    /// let spans = Grouper::new().steps(16, 16).group(&src, &dst)?;
+    /// let spans: Vec<Span> = Grouper::new().steps(16, 16).runs(&src, &dst)?.collect();
     /// assert_eq!(spans, [Span { start: 0, len: 3 }, Span { start: 3, len: 2 }]);
     /// # Ok::<(), corun::Error>(())
     /// ```
@@ -117,9 +117,9 @@ impl Grouper {
     ///
     /// let src = [99u32, 98, 97, 10, 11];
     /// let dst = [9u32, 8, 7, 20, 21];
-    /// let spans = Grouper::new().direction(Direction::Either).group(&src, &dst)?;
+    /// let spans: Vec<Span> = Grouper::new().direction(Direction::Either).runs(&src, &dst)?.collect();
     /// assert_eq!(spans, [Span { start: 0, len: 3 }, Span { start: 3, len: 2 }]);
-    /// assert_eq!(corun::group(&src, &dst)?.len(), 4); // ascending only
+    /// assert_eq!(corun::count_runs(&src, &dst)?, 4); // ascending only
     /// # Ok::<(), corun::Error>(())
     /// ```
     #[must_use]
