@@ -61,6 +61,7 @@ import time
 import numpy as np
 
 import corun
+from corun.vllm_plugin import nixl_order
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sglang_ref  # noqa: E402
@@ -505,17 +506,10 @@ def vllm_desc_ids(blocks, regions, num_blocks):
 def merge_order(src, dst):
     """The pairs ``(src[i], dst[i])`` reordered so that NIXL's merge covers the runs that
     descend on both sides: NIXL merges two descriptors only when local and remote are each
-    adjacent *in the order listed*, so every either-direction run (``corun.runs``) that
-    descends is listed ascending on both sides. The set of pairs is unchanged."""
-    _, _, lengths = corun.runs(src, dst, direction="either")
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    down = lengths > 1
-    down[down] = src[starts[down] + 1] < src[starts[down]]
-    run = np.repeat(np.arange(len(lengths)), lengths)
-    i = np.arange(len(src))
-    order = np.where(down[run], starts[run] + ends[run] - 1 - i, i)
-    return src[order], dst[order]
+    adjacent *in the order listed*, so every either-direction run that descends is listed
+    ascending on both sides. The set of pairs is unchanged. The vLLM plugin's own
+    ``nixl_order`` (what its ``nixl_order`` feature posts), so e2e measures that."""
+    return nixl_order(np.asarray(src), np.asarray(dst))
 
 
 def vllm_nixl_ways(s, lists, report):
