@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
 import time
+import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -39,12 +42,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 VERSION = "0.33.0"
-# The sdist (pip's own resolver names this file for vllm==0.33.0; pip download would
-# try to build it, which needs torch and CUDA).
-SDIST_URL = (
-    "https://files.pythonhosted.org/packages/f7/25/"
-    "aa5684e9c59d6fc75f78926b7f15e8d9adc7de2d9e6e7575b80776ad8169/vllm-0.33.0.tar.gz"
-)
+# The sdist, found on the package index pip is set up with (`pip download` would try to
+# build it, which needs torch and CUDA), and checked by its digest.
+SDIST = f"vllm-{VERSION}.tar.gz"
 SDIST_SHA256 = "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"
 
 FILES = [
@@ -76,6 +76,24 @@ QUICK = [
 ]
 
 
+def sdist_url() -> str:
+    """The sdist's address on pip's index (``PIP_INDEX_URL``, else pip's default), from the
+    index's simple page for vLLM (PEP 503)."""
+    index = os.environ.get("PIP_INDEX_URL", "").rstrip("/")
+    if not index:
+        from pip._internal.models.index import PyPI
+
+        index = PyPI.simple_url.rstrip("/")
+    page_url = f"{index}/vllm/"
+    with urllib.request.urlopen(page_url, timeout=60) as r:
+        page = r.read().decode()
+    for href in re.findall(r'href="([^"]+)"', page):
+        href = html.unescape(href)
+        if href.split("#")[0].endswith("/" + SDIST):
+            return urllib.parse.urljoin(page_url, href.split("#")[0])
+    raise SystemExit(f"vllm-suite: {SDIST} is not on {page_url}")
+
+
 def fetch_tests(target: Path) -> Path:
     """vLLM's test tree, unpacked from its sdist under ``target``: returns the directory
     holding ``tests/`` (and the sdist's ``pyproject.toml``, for pytest's settings)."""
@@ -84,9 +102,10 @@ def fetch_tests(target: Path) -> Path:
         return out
     tarball = target / f"vllm-{VERSION}.tar.gz"
     if not tarball.exists():
-        print(f"vllm-suite: downloading {SDIST_URL}", flush=True)
+        url = sdist_url()
+        print(f"vllm-suite: downloading {url}", flush=True)
         part = tarball.with_suffix(".part")
-        with urllib.request.urlopen(SDIST_URL, timeout=300) as r, open(part, "wb") as f:
+        with urllib.request.urlopen(url, timeout=300) as r, open(part, "wb") as f:
             while chunk := r.read(1 << 20):
                 f.write(chunk)
         part.rename(tarball)
