@@ -58,6 +58,8 @@ def stack():
         except ImportError as e:
             _stack["missing"] = f"SGLang's modules need its runtime stack to import here: {e}"
     if "missing" in _stack:
+        if os.environ.get("CORUN_REQUIRE_SGLANG_STACK") == "1":  # CI's vLLM step has it
+            pytest.fail(f"CORUN_REQUIRE_SGLANG_STACK=1 but {_stack['missing']}")
         pytest.skip(_stack["missing"])
     return _stack["modules"]
 
