@@ -174,8 +174,11 @@ def stacks() -> None:
 
     # SGLang: dst pages 40..43 in one run; free[:4] = (2, 5, 6, 7) would be two.
     alloc = Allocator(np.array([2, 5, 6, 7, 8, 11], np.int64))
-    stats = adapters.sglang_place_front(alloc, np.arange(40, 44), window=lambda n: n + 2)
-    assert stats is not None and (stats["own"], stats["placed"]) == (2, 1)
+    placed = adapters.sglang_place_front(alloc, np.arange(40, 44), window=lambda n: n + 2)
+    assert_type(placed, "Optional[PlaceStats]")  # None: a shortage, SGLang's alloc then fails
+    assert placed is not None and (placed["own"], placed["placed"]) == (2, 1)
+    assert adapters.sglang_place_front(alloc, np.arange(50, 99)) is None
+    assert adapters.sglang_window(7) == 7
     assert alloc.alloc(4).tolist() == [5, 6, 7, 8] and alloc.free_pages.tolist() == [2, 11]
 
 
