@@ -107,7 +107,7 @@ def _parse(features) -> set:
         features = [f for f in features.replace(" ", "").lower().split(",") if f]
     elif not isinstance(features, (list, tuple, set, frozenset)):
         raise TypeError(f"features must be a string or a list of strings, got {type(features).__name__}")
-    chosen = set()
+    chosen: set[str] = set()
     for f in features:
         if f == "all":
             chosen.update(FEATURES)
@@ -156,7 +156,7 @@ def disable() -> None:
             mod = sys.modules.get(modname)
             f = getattr(mod, "group_concurrent_contiguous", None)
             if mod is not None and id(f) in ours:
-                mod.group_concurrent_contiguous = own["group_concurrent_contiguous"]
+                setattr(mod, "group_concurrent_contiguous", own["group_concurrent_contiguous"])
         _patched.clear()
         _features.clear()
 
