@@ -29,6 +29,9 @@ __all__ = [
     "sort_by_destination",
     "place",
     "__version__",
+    # pyo3 lists every function the extension adds, the adapters' private two too.
+    "_free_queue_front",
+    "_free_queue_move_front",
 ]
 
 __version__: str
