@@ -21,7 +21,7 @@ use crate::errors;
 /// int64 array; shorter if the queue ends first). For ``corun.adapters``.
 #[pyfunction]
 #[pyo3(signature = (queue, count))]
-pub fn _free_queue_front<'py>(
+pub fn vllm_queue_front<'py>(
     py: Python<'py>,
     queue: &Bound<'py, PyAny>,
     count: usize,
@@ -48,7 +48,7 @@ pub fn _free_queue_front<'py>(
 /// as it was. For ``corun.adapters``.
 #[pyfunction]
 #[pyo3(signature = (queue, blocks))]
-pub fn _free_queue_move_front<'py>(
+pub fn vllm_queue_move_front<'py>(
     py: Python<'py>,
     queue: &Bound<'py, PyAny>,
     blocks: &Bound<'py, PyList>,

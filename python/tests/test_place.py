@@ -247,12 +247,12 @@ def test_vllm_queue_move_front_checks_before_it_relinks():
     before = queue_ids(pool)
     q = pool.free_block_queue
     with pytest.raises(RuntimeError, match="block 1 is not in the free queue"):
-        corun._corun._free_queue_move_front(q, [pool.blocks[5], taken[1]])
+        corun._corun.vllm_queue_move_front(q, [pool.blocks[5], taken[1]])
     assert queue_ids(pool) == before, "nothing relinked"
-    corun._corun._free_queue_move_front(q, [pool.blocks[5], pool.blocks[3]])
+    corun._corun.vllm_queue_move_front(q, [pool.blocks[5], pool.blocks[3]])
     assert queue_ids(pool) == [5, 3, 2, 4, 6, 7]
-    assert corun._corun._free_queue_front(q, 4).tolist() == [5, 3, 2, 4]
-    assert corun._corun._free_queue_front(q, 99).tolist() == [5, 3, 2, 4, 6, 7]
+    assert corun._corun.vllm_queue_front(q, 4).tolist() == [5, 3, 2, 4]
+    assert corun._corun.vllm_queue_front(q, 99).tolist() == [5, 3, 2, 4, 6, 7]
 
 
 def test_vllm_adapter_leaves_the_queue_alone_on_fallback():

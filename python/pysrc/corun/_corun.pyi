@@ -29,9 +29,8 @@ __all__ = [
     "sort_by_destination",
     "place",
     "__version__",
-    # pyo3 lists every function the extension adds, the adapters' private two too.
-    "_free_queue_front",
-    "_free_queue_move_front",
+    "vllm_queue_front",
+    "vllm_queue_move_front",
 ]
 
 __version__: str
@@ -212,6 +211,6 @@ def sort_by_destination(
 def sort_by_destination(src: _IndexArray, dst: _IndexArray) -> Tuple[_Ints, _Ints]: ...
 
 # vLLM's free block queue, read and reordered for ``corun.adapters.vllm_place_front``
-# (private: the adapter is the interface).
-def _free_queue_front(queue: Any, count: int) -> npt.NDArray[np.int64]: ...
-def _free_queue_move_front(queue: Any, blocks: List[Any]) -> None: ...
+# (the adapter is the interface; the package does not re-export these).
+def vllm_queue_front(queue: Any, count: int) -> npt.NDArray[np.int64]: ...
+def vllm_queue_move_front(queue: Any, blocks: List[Any]) -> None: ...

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._corun import _free_queue_front, _free_queue_move_front, place
+from ._corun import place, vllm_queue_front, vllm_queue_move_front
 
 if TYPE_CHECKING:
     from typing import Any, Callable, Literal, Optional, Union
@@ -100,10 +100,10 @@ def vllm_place_front(
     # The queue is a linked list of Python objects: its front is read in Rust, ids only
     # (the blocks themselves are block_pool.blocks[id]), and the chosen blocks are
     # relinked there too, checked before any link changes.
-    chosen, _, stats = place(first, _free_queue_front(queue, w), direction=direction)
+    chosen, _, stats = place(first, vllm_queue_front(queue, w), direction=direction)
     if not stats["fallback"]:
         blocks = block_pool.blocks
-        _free_queue_move_front(queue, [blocks[i] for i in chosen.tolist()])
+        vllm_queue_move_front(queue, [blocks[i] for i in chosen.tolist()])
     return stats
 
 
