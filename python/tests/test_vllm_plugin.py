@@ -117,9 +117,14 @@ def test_an_untested_vllm_version_is_left_alone(monkeypatch, caplog):
 
 
 def test_the_entry_point_is_declared():
-    text = (ROOT / "python" / "pyproject.toml").read_text()
-    assert '[project.entry-points."vllm.general_plugins"]' in text
-    assert 'corun = "corun.vllm_plugin:register"' in text
+    # What vLLM's load_general_plugins() reads: the installed distribution's entry points
+    # (from a wheel, a source install or an editable one alike).
+    from importlib.metadata import entry_points
+
+    found = [ep for ep in entry_points().get("vllm.general_plugins", [])
+             if ep.name == "corun"] if sys.version_info < (3, 10) else \
+        list(entry_points(group="vllm.general_plugins", name="corun"))
+    assert [ep.value for ep in found] == ["corun.vllm_plugin:register"]
 
 
 # -- inside vLLM ------------------------------------------------------------------------
