@@ -360,7 +360,7 @@ impl<'a, T: Index> Ranges<'a, T> {
                     break;
                 }
                 previous = Some(hi);
-                let keep = usize::try_from((end - lo).clamp(0, hi - lo + 1)).unwrap_or(0);
+                let keep = usize::try_from((end - lo).min(hi - lo + 1).max(0)).unwrap_or(0);
                 let ascending =
                     self.values.get(*self.at.get(k).unwrap_or(&0)).map(|v| v.widen()) == Some(lo);
                 let (Some(a), Some(l)) = (self.at.get_mut(k), self.len.get_mut(k)) else { break };

@@ -150,11 +150,13 @@ fn all<T: Index + From<u8>>(ok: &mut impl FnMut(bool) -> Result<(), i32>) -> Res
     for (f, &s) in free.iter_mut().zip(src.iter().rev()) {
         *f = s;
     }
-    let (mut chosen, mut rest, mut scratch) = ([T::MIN; 100], [T::MIN; 100], [0; 800]);
+    let (mut chosen, mut rest, mut scratch) = ([T::MIN; 100], [T::MIN; 100], [0; 1000]);
     let first = src.get(..black_box(100)).unwrap_or_default();
     let placed =
         corun::place(first, &free, corun::Direction::Either, &mut chosen, &mut rest, &mut scratch);
-    ok(placed.is_ok_and(|p| p.bound == 3 && p.placed <= p.own))?;
+    // (src repeats pages: placement rejects those, naming them, since 0.2.0.)
+    ok(placed.is_ok_and(|p| p.bound == 3 && p.placed <= p.own)
+        || matches!(placed, Err(corun::Error::DuplicatePage { .. })))?;
     let (mut s2, mut d2) = ([T::MIN; 200], [T::MIN; 200]);
     ok(corun::sort_by_destination(src, dst, &mut s2, &mut d2).is_ok())?;
 
