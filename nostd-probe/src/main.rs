@@ -146,17 +146,26 @@ fn all<T: Index + From<u8>>(ok: &mut impl FnMut(bool) -> Result<(), i32>) -> Res
     // Placement: the first side's 4 runs (as dst, which has 3 when read alone: its wrap
     // ends a run) into a free list that is src reversed (one descending stretch of 128
     // first), and order-free sorting.
+    // Placement: src repeats pages 3.. (its jump back at 71), which placement rejects,
+    // naming the smallest one's first two positions; dst (distinct, wrapping at MAX) is
+    // placed into a free list of dst reversed (one descending stretch).
+    let (mut chosen, mut rest, mut scratch) = ([T::MIN; 100], [T::MIN; 100], [0; 1000]);
     let mut free = [T::MIN; 200];
     for (f, &s) in free.iter_mut().zip(src.iter().rev()) {
         *f = s;
     }
-    let (mut chosen, mut rest, mut scratch) = ([T::MIN; 100], [T::MIN; 100], [0; 1000]);
     let first = src.get(..black_box(100)).unwrap_or_default();
     let placed =
         corun::place(first, &free, corun::Direction::Either, &mut chosen, &mut rest, &mut scratch);
-    // (src repeats pages: placement rejects those, naming them, since 0.2.0.)
-    ok(placed.is_ok_and(|p| p.bound == 3 && p.placed <= p.own)
-        || matches!(placed, Err(corun::Error::DuplicatePage { .. })))?;
+    let twice = corun::Error::DuplicatePage { list: "first", first: 71, second: 72 };
+    ok(placed == Err(twice))?;
+    for (f, &d) in free.iter_mut().zip(dst.iter().rev()) {
+        *f = d;
+    }
+    let first = dst.get(..black_box(100)).unwrap_or_default();
+    let placed =
+        corun::place(first, &free, corun::Direction::Either, &mut chosen, &mut rest, &mut scratch);
+    ok(placed.is_ok_and(|p| p.bound == 2 && p.placed <= p.own))?;
     let (mut s2, mut d2) = ([T::MIN; 200], [T::MIN; 200]);
     ok(corun::sort_by_destination(src, dst, &mut s2, &mut d2).is_ok())?;
 
