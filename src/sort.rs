@@ -29,8 +29,13 @@ impl Table for Words<'_> {
 
 /// Swaps two items, doing nothing for an index out of range.
 pub(crate) fn swap<T: Copy>(v: &mut [T], i: usize, j: usize) {
-    if i < v.len() && j < v.len() {
-        v.swap(i, j);
+    if let (Some(&a), Some(&b)) = (v.get(i), v.get(j)) {
+        if let Some(x) = v.get_mut(i) {
+            *x = b;
+        }
+        if let Some(y) = v.get_mut(j) {
+            *y = a;
+        }
     }
 }
 
@@ -66,12 +71,9 @@ fn sift_down(t: &mut impl Table, mut root: usize, end: usize) {
 /// Sorts a table ascending by [`Table::less`], unstably: an introsort (quicksort with a
 /// median-of-three pivot, insertion sort below [`SMALL`] rows, and [`heap_sort`] for a
 /// range whose pivots went bad), so `O(n log n)` in the worst case; rows already sorted,
-/// or strictly descending, take one pass (`O(n)`). In place, no recursion: pending ranges wait on a fixed stack.
+/// or strictly descending, take one pass (`O(n)`). In place, no recursion: pending
+/// ranges wait on a fixed stack.
 pub(crate) fn intro_sort(t: &mut impl Table) {
-    // The larger side of each split waits while the smaller is sorted, so a pending
-    // range at depth `d` holds at most `n / 2^d` rows: 64 entries are enough for any `n`.
-    let mut pending = [(0usize, 0usize, 0u32); 64];
-    let mut waiting = 0;
     let n = t.rows();
     // Already sorted, or strictly descending (a run read backwards): one pass.
     if (1..n).all(|i| !t.less(i, i - 1)) {
@@ -83,6 +85,14 @@ pub(crate) fn intro_sort(t: &mut impl Table) {
         }
         return;
     }
+    // Before the stack below is set up: radix parts call this for a few rows each.
+    if n <= SMALL {
+        return insertion_sort(t, 0, n);
+    }
+    // The larger side of each split waits while the smaller is sorted, so a pending
+    // range at depth `d` holds at most `n / 2^d` rows: 64 entries are enough for any `n`.
+    let mut pending = [(0usize, 0usize, 0u32); 64];
+    let mut waiting = 0;
     // Splits a range may take before it is heap-sorted instead (bad pivots: the
     // quicksort's quadratic case).
     let budget = 2 * (usize::BITS - n.leading_zeros());
@@ -128,9 +138,9 @@ fn insertion_sort(t: &mut impl Table, lo: usize, hi: usize) {
 }
 
 /// Partitions rows `lo..hi` (more than [`SMALL`]) around the median of the first, middle
-/// and last rows and returns the pivot's final row: rows before it are not more, rows
-/// after it not less. (Lomuto's branch-free scheme, used before, swapped every row at
-/// every level and split runs of equal rows lopsidedly: placement's sorts took 2x longer.)
+/// and last rows and returns the pivot's final row: rows before it are less, rows after
+/// it not less. (Many equal rows make the split lopsided: the depth budget then hands the
+/// range to the heap sort.)
 fn partition(t: &mut impl Table, lo: usize, hi: usize) -> usize {
     let (mid, last) = (lo + (hi - lo) / 2, hi - 1);
     // Order the three samples, then move the median to `lo`.
@@ -140,26 +150,17 @@ fn partition(t: &mut impl Table, lo: usize, hi: usize) -> usize {
         }
     }
     t.swap(lo, mid);
-    // Hoare's scheme: rows lo+1..i are not more than the pivot, rows j+1..hi not less;
-    // a pair out of place on both sides is swapped. Rows equal to the pivot stop both
-    // scans, so many equal rows still split evenly.
-    let (mut i, mut j) = (lo + 1, hi - 1);
-    loop {
-        while i <= j && t.less(i, lo) {
-            i += 1;
-        }
-        while i <= j && t.less(lo, j) {
-            j -= 1;
-        }
-        if i >= j {
-            break;
-        }
-        t.swap(i, j);
-        i += 1;
-        j -= 1;
+    // Lomuto's scheme without a branch on the comparison (shuffled rows make that branch
+    // a coin toss): rows lo+1..store are less than the pivot, rows store..i are not;
+    // each row is swapped to `store` and kept there when it is less.
+    let mut store = lo + 1;
+    for i in lo + 1..hi {
+        let less = t.less(i, lo);
+        t.swap(i, store);
+        store += usize::from(less);
     }
-    t.swap(lo, j);
-    j
+    t.swap(lo, store - 1);
+    store - 1
 }
 
 /// Rows `lo..lo + len` of a table, as a table of their own.

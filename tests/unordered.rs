@@ -195,6 +195,47 @@ fn large_inputs_take_each_path() {
     assert!(!check_sorted(&src, &dst));
 }
 
+#[test]
+fn shuffled_pages_take_the_radix_sort_or_the_introsort() {
+    // Pages shuffled one by one (no runs: the radix sort of positions, or the introsort
+    // for ids spread wider than 2^32), their destinations spread evenly, past 2^32 by one
+    // far outlier, over the whole type, at the type's limits, or one repeated far from
+    // its twin.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let n = 6000u64;
+    let spread: Vec<u64> = (0..n).map(|i| i * 3).collect();
+    let mut outlier = spread.clone();
+    outlier.push(1 << 50);
+    let mut crowded: Vec<u64> = (0..n).map(|i| i * 3).collect();
+    crowded.push(u64::MAX);
+    crowded.push(u64::MAX / 2 + 1);
+    let limits: Vec<u64> = (0..n).map(|i| u64::MAX - i * 2).collect();
+    let mut repeated = spread.clone();
+    repeated[4000] = repeated[17];
+    // One radix pass (ids 0..=255), four (ids 2^18 apart: 31 bits), and one bit more
+    // than four passes take (the introsort).
+    let one_pass: Vec<u64> = (0..256).collect();
+    let four_passes: Vec<u64> = (0..n).map(|i| i << 18).collect();
+    let five_passes: Vec<u64> = (0..n).map(|i| (i << 18) | (1 << 32)).chain([0]).collect();
+    for mut dst in [spread, outlier, crowded, limits, repeated, one_pass, four_passes, five_passes]
+    {
+        for i in (1..dst.len()).rev() {
+            dst.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        let src: Vec<u64> = (0..dst.len() as u64).map(|i| i.wrapping_mul(7)).collect();
+        check_sorted(&src, &dst);
+        let signed: Vec<i64> = dst.iter().map(|&v| v as i64).collect();
+        let src_i: Vec<i64> = src.iter().map(|&v| v as i64).collect();
+        check_sorted(&src_i, &signed);
+    }
+}
+
 fn fewest(src: &[i64], dst: &[i64]) -> usize {
     let set: HashSet<(i128, i128)> =
         src.iter().zip(dst).map(|(&s, &d)| (s.into(), d.into())).collect();
