@@ -6,7 +6,9 @@ loaded from its files by ``sglang_ref``): the helper ``group_concurrent_contiguo
 Mooncake backend's per-layer loop into the three lists ``batch_transfer_sync`` takes, and
 the NIXL backend's loop into the Nx3 arrays ``get_xfer_descs`` takes. The order-free row
 is against vLLM's MoRIIO connector (``pip install --no-deps vllm==0.33.0``): its
-``merge_contiguous_blocks``, compiled from the installed wheel's file (``moriio_merge``).
+``merge_contiguous_blocks``, compiled from the installed wheel's file (``moriio_merge``),
+against corun's drop-in of the same name (``sort_by_destination`` and the runs, on the
+blocks as page ids).
 
     python python/bench.py            # N = 2,048 and 16,384; 0%, 5%, 100% breaks; the
                                       # report goes to results/<machine>/<run>/python-bench.txt
@@ -83,7 +85,7 @@ VLLM_INSTALL = "pip install --no-deps vllm==0.33.0"
 _moriio = []
 
 
-def moriio_merge(offsets_local, offsets_remote, sizes):
+def moriio_merge(offsets_local, offsets_remote, sizes, assume_sorted=False):
     """vLLM's MoRIIO ``merge_contiguous_blocks`` itself: sorts the pairs by the local
     offset, merges neighbours adjacent on both sides. Taken by name (``ast``) from the
     installed ``moriio_connector.py`` (importing it pulls in torch) and compiled with
@@ -103,28 +105,7 @@ def moriio_merge(offsets_local, offsets_remote, sizes):
         env = {"np": np}
         exec(compile(code, "<vllm merge_contiguous_blocks>", "exec"), env)
         _moriio.append(env[node.name])
-    return _moriio[0](None, offsets_local, offsets_remote, sizes)
-
-
-def corun_merge(offsets_local, offsets_remote, sizes):
-    """MoRIIO's merge with corun, the same lists out: the offsets as block ids (one size,
-    offsets multiples of it, as MoRIIO's block offsets are; else ``ValueError``), sorted by
-    the local side (``sort_by_destination``: the local blocks are distinct), grouped
-    (``runs``) and turned back into bytes."""
-    n = len(offsets_local)
-    size = sizes[0] if n else 1
-    if len(sizes) != n or sizes.count(size) != n or size <= 0:
-        raise ValueError("corun_merge takes one positive size for every block")
-    # The fastest reading of a list of ints measured here (as MoRIIO reads them);
-    # ``np.array`` and ``array.array`` were slower.
-    local = np.fromiter(offsets_local, dtype=np.int64, count=n)
-    remote = np.fromiter(offsets_remote, dtype=np.int64, count=n)
-    local_ids, remote_ids = local // size, remote // size
-    if (local_ids * size != local).any() or (remote_ids * size != remote).any():
-        raise ValueError("corun_merge takes offsets that are multiples of the block size")
-    r, loc = corun.sort_by_destination(remote_ids, local_ids)
-    r_starts, l_starts, lens = corun.runs(r, loc)
-    return (l_starts * size).tolist(), (r_starts * size).tolist(), (lens * size).tolist()
+    return _moriio[0](None, offsets_local, offsets_remote, sizes, assume_sorted)
 
 
 def numpy_runs(src, dst):
@@ -192,7 +173,7 @@ def list_floor(src, dst):
 
 
 # The order-free row: corun's calls, and the code they replace.
-ORDERFREE, MORIIO = "sort_by_destination + runs", "vLLM MoRIIO merge"
+ORDERFREE, MORIIO = "merge_contiguous_blocks", "vLLM MoRIIO merge"
 
 # Rows that compare with a floor, not with code corun replaces.
 FLOORS = {"CPython list floor"}
@@ -262,8 +243,8 @@ def main():
             # The order-free row, on MoRIIO's own inputs: the same lists out, checked first.
             blocks = make_orderfree(n, breaks)
             merged = moriio_merge(*blocks)
-            assert corun_merge(*blocks) == merged
-            funcs += [lambda: moriio_merge(*blocks), lambda: corun_merge(*blocks)]
+            assert corun.merge_contiguous_blocks(*blocks) == merged
+            funcs += [lambda: moriio_merge(*blocks), lambda: corun.merge_contiguous_blocks(*blocks)]
             rows = [(name, theirs_name, groups) for name, _, _, theirs_name in pairs]
             rows.append((ORDERFREE, MORIIO, len(merged[0])))
             t = median_seconds(funcs, rounds, min_time)

@@ -16,6 +16,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
+mod blocks;
 mod errors;
 mod input;
 mod ints;
@@ -376,6 +377,7 @@ fn _corun(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transfer_descriptors, m)?)?;
     m.add_function(wrap_pyfunction!(sort_by_destination, m)?)?;
     m.add_function(wrap_pyfunction!(place, m)?)?;
+    m.add_function(wrap_pyfunction!(blocks::merge_contiguous_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(queue::vllm_queue_front, m)?)?;
     m.add_function(wrap_pyfunction!(queue::vllm_queue_move_front, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -134,3 +134,30 @@ def reference_place(first, free, direction="either"):
     taken = set(chosen)
     rest = [p for p in fr if p not in taken]
     return chosen, rest, dict(bound=bound, placed=placed, own=own, split=split, fallback=False)
+
+
+def reference_merge_blocks(offsets_local, offsets_remote, sizes, assume_sorted=False):
+    """vLLM MoRIIO's ``merge_contiguous_blocks`` as its docstring-free code reads, in exact
+    arithmetic: blocks sorted stably by local offset (unless ``assume_sorted`` or already
+    sorted), each merged into the one before when both its offsets are the previous
+    block's plus the previous block's size; a merged size is ``local[last] + size[last] -
+    local[first]``."""
+    loc, rem, siz = ([int(v) for v in x] for x in (offsets_local, offsets_remote, sizes))
+    if not len(loc) == len(rem) == len(siz):
+        raise ValueError("lengths differ")
+    order = list(range(len(loc)))
+    if not assume_sorted and any(loc[i] > loc[i + 1] for i in range(len(loc) - 1)):
+        order.sort(key=lambda i: loc[i])  # Python's sort is stable
+    out_l, out_r, out_s = [], [], []
+    first = prev = None
+    for i in order + [None]:
+        joins = (i is not None and prev is not None and loc[i] - loc[prev] == siz[prev]
+                 and rem[i] - rem[prev] == siz[prev])
+        if first is not None and not joins:
+            out_l.append(loc[first])
+            out_r.append(rem[first])
+            out_s.append(loc[prev] + siz[prev] - loc[first])
+        if not joins:
+            first = i
+        prev = i
+    return out_l, out_r, out_s

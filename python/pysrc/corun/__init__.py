@@ -1,5 +1,6 @@
 """Concurrent contiguous runs in paired page-index arrays, and the transfer descriptors
-they become (a fast drop-in for SGLang's ``group_concurrent_contiguous``).
+they become (fast drop-ins for SGLang's ``group_concurrent_contiguous`` and vLLM
+MoRIIO's ``merge_contiguous_blocks``).
 
 The functions are corun's Rust core (``corun._corun``, a compiled extension); see
 ``help(corun.transfer_descriptors)`` and the package's README. ``corun.adapters`` plugs
@@ -9,6 +10,7 @@ placement (``corun.place``) into vLLM's block pool and SGLang's paged allocator.
 from ._corun import (
     __version__,
     group_concurrent_contiguous,
+    merge_contiguous_blocks,
     place,
     runs,
     sort_by_destination,
@@ -18,6 +20,7 @@ from ._corun import (
 __all__ = [
     "__version__",
     "group_concurrent_contiguous",
+    "merge_contiguous_blocks",
     "place",
     "runs",
     "sort_by_destination",

@@ -7,6 +7,7 @@ from 2**63). Other combinations get ``npt.NDArray[np.integer[Any]]``."""
 
 from typing import (
     Any,
+    Iterable,
     List,
     Literal,
     Optional,
@@ -28,6 +29,7 @@ __all__ = [
     "transfer_descriptors",
     "sort_by_destination",
     "place",
+    "merge_contiguous_blocks",
     "__version__",
     "vllm_queue_front",
     "vllm_queue_move_front",
@@ -209,6 +211,19 @@ def sort_by_destination(
 ) -> Tuple[_FromList, _FromList]: ...
 @overload
 def sort_by_destination(src: _IndexArray, dst: _IndexArray) -> Tuple[_Ints, _Ints]: ...
+
+def merge_contiguous_blocks(
+    offsets_local: Iterable[int],
+    offsets_remote: Iterable[int],
+    sizes: Iterable[int],
+    assume_sorted: bool = False,
+) -> Tuple[list[int], list[int], list[int]]:
+    """vLLM MoRIIO's ``merge_contiguous_blocks`` (without ``self``): the blocks sorted by
+    local offset (unless ``assume_sorted``, or already sorted), neighbours merged where
+    both offsets continue the previous block; ``(offsets_local, offsets_remote, sizes)``
+    as lists of ints, equal to vLLM 0.33's. Unequal lengths: ``ValueError`` naming all
+    three; a value outside int64, or a merged size that would wrap there:
+    ``OverflowError``."""
 
 # vLLM's free block queue, read and reordered for ``corun.adapters.vllm_place_front``
 # (the adapter is the interface; the package does not re-export these).
