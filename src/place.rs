@@ -63,7 +63,7 @@
 //! rest = free without chosen, in list order            # stretch by stretch
 //! ```
 
-use crate::sort::{Table, Words, intro_sort as sort, swap};
+use crate::sort::{Table, intro_sort as sort, radix_sort, swap};
 use crate::{Direction, Error, Grouper, Index};
 
 /// Scratch words [`place`] needs for a request of `pages` pages from a window of `free`
@@ -387,7 +387,7 @@ impl<'a, T: Index> Ranges<'a, T> {
             // `low - lowest <= span`, which fits.
             *key = (usize::try_from(low - lowest).unwrap_or(0) << k_bits) | k;
         }
-        sort(&mut Words(&mut *keys));
+        radix_sort(keys, moved);
         let mask = (1usize << k_bits) - 1;
         for column in [&mut *self.at, &mut *self.len] {
             for (m, key) in moved.iter_mut().zip(keys.iter()) {
@@ -471,7 +471,7 @@ impl Columns<'_> {
             // `b_bits < usize::BITS` here unless `a` is all zeros: shift in two steps.
             *x = (key(*x) << (b_bits / 2) << (b_bits - b_bits / 2)) | y;
         }
-        sort(&mut Words(&mut *a));
+        radix_sort(a, b); // `b` is packed into `a`: free to be the scratch
         let mask = (1usize << (b_bits / 2) << (b_bits - b_bits / 2)).wrapping_sub(1);
         for (x, y) in a.iter_mut().zip(b.iter_mut()) {
             *y = *x & mask;

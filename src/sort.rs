@@ -27,6 +27,56 @@ impl Table for Words<'_> {
     }
 }
 
+/// Sorts `keys` ascending: an LSD radix sort, 8 bits a pass (as many passes as the
+/// largest key has bytes), with `scratch` as its second buffer (at least `keys.len()`
+/// words; its contents are lost). Short columns, or a short `scratch`, are introsorted.
+/// Placement's packed sorts: `O(n)` a pass against the introsort's `O(n log n)`
+/// comparisons and swaps.
+pub(crate) fn radix_sort(keys: &mut [usize], scratch: &mut [usize]) {
+    let n = keys.len();
+    let Some(scratch) = scratch.get_mut(..n).filter(|_| n >= RADIX_MIN) else {
+        return intro_sort(&mut Words(keys));
+    };
+    let top = keys.iter().copied().max().unwrap_or(0);
+    let passes = (usize::BITS - top.leading_zeros()).div_ceil(8);
+    for pass in 0..passes {
+        if pass % 2 == 0 {
+            scatter(keys, scratch, 8 * pass);
+        } else {
+            scatter(scratch, keys, 8 * pass);
+        }
+    }
+    if passes % 2 == 1 {
+        keys.copy_from_slice(scratch);
+    }
+}
+
+/// Fewer keys than this are introsorted (a radix pass's 256 counts would cost more).
+const RADIX_MIN: usize = 64;
+
+/// Copies `from` into `to` ordered by bits `shift..shift + 8`, stably (one radix pass).
+fn scatter(from: &[usize], to: &mut [usize], shift: u32) {
+    let digit = |k: usize| (k >> shift) & 0xff;
+    let mut next = [0usize; 256];
+    for &k in from {
+        if let Some(c) = next.get_mut(digit(k)) {
+            *c += 1;
+        }
+    }
+    let mut sum = 0;
+    for c in next.iter_mut() {
+        (*c, sum) = (sum, sum + *c);
+    }
+    for &k in from {
+        if let Some(at) = next.get_mut(digit(k)) {
+            if let Some(slot) = to.get_mut(*at) {
+                *slot = k;
+            }
+            *at += 1;
+        }
+    }
+}
+
 /// Swaps two items, doing nothing for an index out of range.
 pub(crate) fn swap<T: Copy>(v: &mut [T], i: usize, j: usize) {
     if let (Some(&a), Some(&b)) = (v.get(i), v.get(j)) {
