@@ -378,8 +378,8 @@ fn _corun(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sort_by_destination, m)?)?;
     m.add_function(wrap_pyfunction!(place, m)?)?;
     m.add_function(wrap_pyfunction!(blocks::merge_contiguous_blocks, m)?)?;
-    m.add_function(wrap_pyfunction!(queue::vllm_queue_front, m)?)?;
-    m.add_function(wrap_pyfunction!(queue::vllm_queue_move_front, m)?)?;
+    m.add_class::<queue::Mirror>()?;
+    m.add_class::<queue::Told>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

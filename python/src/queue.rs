@@ -3,79 +3,379 @@
 //! `corun.adapters.vllm_place_front`.
 //!
 //! Walking the list block by block in Python was most of placement's cost in vLLM's
-//! scheduler (~0.1 us a block, thousands of blocks a step); here each step is two
-//! attribute reads. Nothing is cached between calls, so nothing can fall out of step with
-//! vLLM's own calls on the queue (touch, evictions, frees of many blocks): every call
-//! reads the links as they are. Only the attributes vLLM 0.33's queue and blocks have are
-//! used: `fake_free_list_head`, `next_free_block`, `prev_free_block`, `block_id`.
+//! scheduler (~0.1 us a block, thousands of blocks a step); from Rust each step is two
+//! attribute reads, but still a cache miss or two on a queue that vLLM has shuffled.
+//! [`Mirror`] keeps the queue's order as two arrays of block ids, told of every change
+//! by the adapter's wrappers of the queue's own methods, so that reading the front costs
+//! what reading an array does. Only the attributes vLLM 0.33's queue and blocks have are
+//! used: `fake_free_list_head`, `fake_free_list_tail`, `next_free_block`,
+//! `prev_free_block`, `block_id`, `num_free_blocks`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use numpy::PyArray1;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyTuple};
 
 use crate::errors;
 
-/// The ids of the first ``count`` blocks of vLLM's free queue ``queue``, front first (an
-/// int64 array; shorter if the queue ends first). For ``corun.adapters``.
-#[pyfunction]
-#[pyo3(signature = (queue, count))]
-pub fn vllm_queue_front<'py>(
-    py: Python<'py>,
-    queue: &Bound<'py, PyAny>,
+/// No link: a block not in the queue.
+const NONE: u32 = u32::MAX;
+
+/// The order of a vLLM free queue as arrays of block ids, kept in step by being told of
+/// every change (``corun.adapters`` wraps the queue's methods to do so), so that its
+/// front is read without touching a block object. ``VllmQueueMirror(queue, blocks)``
+/// reads the queue once (``blocks``: how many blocks the pool has, ids ``0..blocks``).
+/// Any id out of range, a block told of twice, or a removal of a block it does not hold
+/// marks it ``broken`` (then the adapter builds a new one); it never raises for that.
+#[pyclass(module = "corun._corun", name = "VllmQueueMirror")]
+pub struct Mirror {
+    /// Links by block id; the head sentinel is `blocks`, the tail `blocks + 1`.
+    next: Vec<u32>,
+    prev: Vec<u32>,
     count: usize,
-) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    let (next, id) = (intern!(py, "next_free_block"), intern!(py, "block_id"));
-    let mut ids = errors::try_vec::<i64>(count, "the free queue's front")?;
-    let mut block = queue.getattr(intern!(py, "fake_free_list_head"))?.getattr(next)?;
-    while ids.len() < count {
-        // The tail sentinel's next is None; its id is not a block's.
-        let after = block.getattr(next)?;
-        if after.is_none() {
-            break;
-        }
-        ids.push(block.getattr(id)?.extract()?);
-        block = after;
-    }
-    Ok(PyArray1::from_vec(py, ids))
+    /// Set when a change could not be applied: the order is no longer vLLM's.
+    #[pyo3(get)]
+    broken: bool,
+    /// Changes told (calls of the wrapped methods), for the replay's cost accounting.
+    #[pyo3(get)]
+    told: u64,
+    /// Set by a wrapper that could not reach the mirror (a change told while the mirror
+    /// was in use, which vLLM's queue never does): out of step, seen by `in_step`.
+    missed: Arc<AtomicBool>,
 }
 
-/// Moves ``blocks`` (blocks of vLLM's free queue ``queue``, distinct) to its front, in
-/// the given order: what ``queue.remove`` of each then ``queue.prepend_n(blocks)`` do,
-/// in one pass. Every block is checked to be in the queue before any link changes
-/// (``RuntimeError`` otherwise, as ``remove`` raises), so a failing call leaves the queue
-/// as it was. For ``corun.adapters``.
-#[pyfunction]
-#[pyo3(signature = (queue, blocks))]
-pub fn vllm_queue_move_front<'py>(
-    py: Python<'py>,
-    queue: &Bound<'py, PyAny>,
-    blocks: &Bound<'py, PyList>,
-) -> PyResult<()> {
-    let (next, prev) = (intern!(py, "next_free_block"), intern!(py, "prev_free_block"));
-    for b in blocks.iter() {
-        if b.getattr(prev)?.is_none() || b.getattr(next)?.is_none() {
-            return Err(PyRuntimeError::new_err(format!(
-                "corun: block {} is not in the free queue",
-                b.getattr(intern!(py, "block_id"))?
-            )));
+impl Mirror {
+    fn head(&self) -> u32 {
+        (self.next.len() - 2) as u32
+    }
+    fn tail(&self) -> u32 {
+        (self.next.len() - 1) as u32
+    }
+    fn link(&self, v: &[u32], at: u32) -> u32 {
+        v.get(at as usize).copied().unwrap_or(NONE)
+    }
+    fn set(v: &mut [u32], at: u32, to: u32) {
+        if let Some(x) = v.get_mut(at as usize) {
+            *x = to;
         }
     }
-    for b in blocks.iter() {
-        let (p, n) = (b.getattr(prev)?, b.getattr(next)?);
-        p.setattr(next, &n)?;
-        n.setattr(prev, &p)?;
+    /// Whether `id` is a block id this mirror holds now.
+    fn holds(&self, id: u32) -> bool {
+        id < self.head() && self.link(&self.next, id) != NONE
     }
-    let head = queue.getattr(intern!(py, "fake_free_list_head"))?;
-    let first = head.getattr(next)?;
-    let mut last = head;
-    for b in blocks.iter() {
-        b.setattr(prev, &last)?;
-        last.setattr(next, &b)?;
-        last = b;
+    /// Links block `id` (not held) just before `at`.
+    fn insert_before(&mut self, at: u32, id: u32) {
+        if id >= self.head() || self.holds(id) {
+            self.broken = true;
+            return;
+        }
+        let before = self.link(&self.prev, at);
+        Self::set(&mut self.next, before, id);
+        Self::set(&mut self.prev, id, before);
+        Self::set(&mut self.next, id, at);
+        Self::set(&mut self.prev, at, id);
+        self.count += 1;
     }
-    last.setattr(next, &first)?;
-    first.setattr(prev, &last)?;
-    Ok(())
+    /// Unlinks block `id` (held).
+    fn unlink(&mut self, id: u32) {
+        if !self.holds(id) {
+            self.broken = true;
+            return;
+        }
+        let (p, n) = (self.link(&self.prev, id), self.link(&self.next, id));
+        Self::set(&mut self.next, p, n);
+        Self::set(&mut self.prev, n, p);
+        Self::set(&mut self.next, id, NONE);
+        Self::set(&mut self.prev, id, NONE);
+        self.count -= 1;
+    }
+    fn first(&self) -> Option<u32> {
+        Some(self.link(&self.next, self.head())).filter(|&b| b < self.head())
+    }
+    fn last(&self) -> Option<u32> {
+        Some(self.link(&self.prev, self.tail())).filter(|&b| b < self.head())
+    }
+}
+
+/// A block's id as a mirror slot (`NONE` when it is none).
+fn id_of(block: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let id: i64 = block.getattr(intern!(block.py(), "block_id"))?.extract()?;
+    Ok(u32::try_from(id).unwrap_or(NONE))
+}
+
+#[pymethods]
+impl Mirror {
+    #[new]
+    fn new(queue: &Bound<'_, PyAny>, blocks: usize) -> PyResult<Self> {
+        if blocks >= (NONE - 1) as usize {
+            return Err(PyRuntimeError::new_err(format!(
+                "corun: {blocks} blocks are too many to mirror"
+            )));
+        }
+        let slots = blocks + 2;
+        let (mut next, mut prev) =
+            (errors::try_vec(slots, "the mirror")?, errors::try_vec(slots, "the mirror")?);
+        next.resize(slots, NONE); // within the capacity just reserved
+        prev.resize(slots, NONE);
+        let mut m = Mirror { next, prev, count: 0, broken: false, told: 0, missed: Arc::default() };
+        m.reread(queue)?;
+        Ok(m)
+    }
+
+    /// Reads ``queue`` again, block by block (clears ``broken``).
+    fn reread(&mut self, queue: &Bound<'_, PyAny>) -> PyResult<()> {
+        let slots = self.next.len();
+        for v in [&mut self.next, &mut self.prev] {
+            v.clear();
+            v.resize(slots, NONE);
+        }
+        (self.count, self.broken) = (0, false);
+        self.missed.store(false, Ordering::Relaxed);
+        let (head, tail) = (self.head(), self.tail());
+        Self::set(&mut self.next, head, tail);
+        Self::set(&mut self.prev, tail, head);
+        let py = queue.py();
+        let next_attr = intern!(py, "next_free_block");
+        let mut block = queue.getattr(intern!(py, "fake_free_list_head"))?.getattr(next_attr)?;
+        // At most every block: a longer walk is a broken queue (a cycle), not read on.
+        for _ in 0..slots {
+            let after = block.getattr(next_attr)?;
+            if after.is_none() {
+                return Ok(()); // the tail sentinel
+            }
+            self.insert_before(tail, id_of(&block)?);
+            block = after;
+        }
+        self.broken = true;
+        Ok(())
+    }
+
+    /// Marks the mirror out of step (the next check reads the queue again).
+    fn set_broken(&mut self) {
+        self.broken = true;
+    }
+
+    /// Blocks in the mirror.
+    #[getter]
+    fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Whether the mirror agrees with ``queue`` where that is cheap to see: not broken,
+    /// the same number of blocks, the same first and last block.
+    fn in_step(&self, queue: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = queue.py();
+        let broken = self.broken || self.missed.load(Ordering::Relaxed);
+        if broken
+            || queue.getattr(intern!(py, "num_free_blocks"))?.extract::<usize>()? != self.count
+        {
+            return Ok(false);
+        }
+        let end = |sentinel, link| -> PyResult<Option<u32>> {
+            let b = queue.getattr(sentinel)?.getattr(link)?;
+            let is_block = !b.getattr(link)?.is_none();
+            Ok(if is_block { Some(id_of(&b)?) } else { None })
+        };
+        let first = end(intern!(py, "fake_free_list_head"), intern!(py, "next_free_block"))?;
+        let last = end(intern!(py, "fake_free_list_tail"), intern!(py, "prev_free_block"))?;
+        Ok(first == self.first() && last == self.last())
+    }
+
+    /// The ids of the first ``count`` blocks, front first (an int64 array; shorter if the
+    /// queue ends first).
+    fn front<'py>(&self, py: Python<'py>, count: usize) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        let mut ids = errors::try_vec::<i64>(count.min(self.count), "the free queue's front")?;
+        let mut b = self.link(&self.next, self.head());
+        while ids.len() < count && b < self.head() {
+            ids.push(i64::from(b));
+            b = self.link(&self.next, b);
+        }
+        Ok(PyArray1::from_vec(py, ids))
+    }
+
+    /// ``queue.popleft_n(n)`` (or ``popleft``, ``n = 1``) took the first ``n`` blocks.
+    fn popped(&mut self, n: usize) {
+        for _ in 0..n {
+            match self.first() {
+                Some(b) => self.unlink(b),
+                None => self.broken = true,
+            }
+        }
+    }
+
+    /// ``queue.remove(block)`` took ``block`` out.
+    fn removed(&mut self, block: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.unlink(id_of(block)?);
+        Ok(())
+    }
+
+    /// ``queue.append_n(blocks)`` (or ``append``) put ``blocks`` at the tail, in order.
+    fn appended(&mut self, blocks: &Bound<'_, PyAny>) -> PyResult<()> {
+        let tail = self.tail();
+        for b in blocks.try_iter()? {
+            self.insert_before(tail, id_of(&b?)?);
+        }
+        Ok(())
+    }
+
+    /// ``queue.prepend_n(blocks)`` put ``blocks`` at the front, in order.
+    fn prepended(&mut self, blocks: &Bound<'_, PyAny>) -> PyResult<()> {
+        let first = self.link(&self.next, self.head());
+        for b in blocks.try_iter()? {
+            self.insert_before(first, id_of(&b?)?);
+        }
+        Ok(())
+    }
+
+    /// Moves the blocks ``blocks[i]`` for ``i`` in ``ids`` (``blocks``: the pool's list
+    /// of every block, by id; ``ids`` distinct, of free blocks) to the front of vLLM's
+    /// free queue ``queue`` in the given order, and the mirror with them: what
+    /// ``queue.remove`` of each then ``queue.prepend_n`` do, in one pass. Every block is checked first, in the queue itself, to
+    /// be free and held by the mirror (``RuntimeError`` otherwise, as ``remove``
+    /// raises), so that a failing call changes nothing.
+    fn move_front(
+        &mut self,
+        queue: &Bound<'_, PyAny>,
+        blocks: &Bound<'_, PyList>,
+        ids: Vec<u32>,
+    ) -> PyResult<()> {
+        let py = queue.py();
+        let (next_attr, prev_attr) =
+            (intern!(py, "next_free_block"), intern!(py, "prev_free_block"));
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w.first() == w.last()) {
+            return Err(PyRuntimeError::new_err(format!("corun: block {} is listed twice", w[0])));
+        }
+        let mut moved = errors::try_vec(ids.len(), "the blocks to move")?;
+        for &id in &ids {
+            let b = blocks.get_item(id as usize).map_err(|_| {
+                PyRuntimeError::new_err(format!(
+                    "corun: block {id} is not one of the pool's {}",
+                    blocks.len()
+                ))
+            })?;
+            let free = !b.getattr(prev_attr)?.is_none() && !b.getattr(next_attr)?.is_none();
+            if !free || !self.holds(id) {
+                return Err(PyRuntimeError::new_err(format!(
+                    "corun: block {id} is not in the free queue"
+                )));
+            }
+            moved.push(b);
+        }
+        // Relinked as ``remove`` then ``prepend_n`` would (setting only the links that
+        // change, from the mirror's, was measured slower: more list and index work
+        // than the attribute writes it saved).
+        for b in &moved {
+            let (p, n) = (b.getattr(prev_attr)?, b.getattr(next_attr)?);
+            p.setattr(next_attr, &n)?;
+            n.setattr(prev_attr, &p)?;
+        }
+        let head = queue.getattr(intern!(py, "fake_free_list_head"))?;
+        let first = head.getattr(next_attr)?;
+        let mut last = head;
+        for b in moved {
+            b.setattr(prev_attr, &last)?;
+            last.setattr(next_attr, &b)?;
+            last = b;
+        }
+        last.setattr(next_attr, &first)?;
+        first.setattr(prev_attr, &last)?;
+        self.moved_front(ids);
+        Ok(())
+    }
+
+    /// The blocks ``ids`` (held, distinct) moved to the front in order (the mirror
+    /// alone: what ``move_front`` does to it).
+    fn moved_front(&mut self, ids: Vec<u32>) {
+        for &id in &ids {
+            self.unlink(id);
+        }
+        let first = self.link(&self.next, self.head());
+        for id in ids {
+            self.insert_before(first, id);
+        }
+    }
+}
+
+/// Which change a wrapped queue method makes.
+#[derive(Clone, Copy)]
+enum Change {
+    Popleft,
+    PopleftN,
+    Remove,
+    Append,
+    AppendN,
+    PrependN,
+}
+
+/// One of a vLLM free queue's methods, wrapped: calls it, then tells the mirror what it
+/// changed (nothing when it raised: vLLM's methods check before they change the queue).
+/// ``VllmQueueTold(mirror, name, method)``; ``name`` is the method's.
+#[pyclass(module = "corun._corun", name = "VllmQueueTold")]
+pub struct Told {
+    mirror: Py<Mirror>,
+    missed: Arc<AtomicBool>,
+    method: Py<PyAny>,
+    change: Change,
+}
+
+#[pymethods]
+impl Told {
+    #[new]
+    fn new(mirror: Bound<'_, Mirror>, name: &str, method: Py<PyAny>) -> PyResult<Self> {
+        let change = match name {
+            "popleft" => Change::Popleft,
+            "popleft_n" => Change::PopleftN,
+            "remove" => Change::Remove,
+            "append" => Change::Append,
+            "append_n" => Change::AppendN,
+            "prepend_n" => Change::PrependN,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "corun: no mirror change for the method {other:?}"
+                )));
+            }
+        };
+        let missed = mirror.try_borrow()?.missed.clone();
+        Ok(Told { mirror: mirror.unbind(), missed, method, change })
+    }
+
+    #[pyo3(signature = (*args))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let out = self.method.bind(py).call1(args)?;
+        let Ok(mut m) = self.mirror.try_borrow_mut(py) else {
+            self.missed.store(true, Ordering::Relaxed);
+            return Ok(out);
+        };
+        let arg = args.get_item(0);
+        // The method has run: nothing here may raise into vLLM.
+        let applied = match (self.change, &arg) {
+            (Change::Popleft, _) => {
+                m.popped(1);
+                Ok(())
+            }
+            (Change::PopleftN, _) => out.len().map(|n| m.popped(n)),
+            (Change::Remove, Ok(block)) => m.removed(block),
+            (Change::Append, Ok(block)) => {
+                PyTuple::new(py, [block]).and_then(|t| m.appended(t.as_any()))
+            }
+            (Change::AppendN, Ok(blocks)) => m.appended(blocks),
+            (Change::PrependN, Ok(blocks)) => m.prepended(blocks),
+            (_, Err(_)) => Err(PyRuntimeError::new_err("corun: a queue call without its argument")),
+        };
+        if applied.is_err() {
+            m.set_broken(); // told something it cannot read: out of step, not an error here
+        }
+        m.told += 1;
+        Ok(out)
+    }
 }

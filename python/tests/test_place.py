@@ -205,7 +205,8 @@ def test_vllm_adapter_keeps_the_real_queue_whole_on_every_path(data):
     queue stays a well-formed list of exactly the free blocks, no block is handed out
     twice, and get_new_blocks returns the placed blocks."""
     blocks = data.draw(st.integers(8, 80))
-    pool = vllm_pool(blocks, caching=True)
+    # Without caching, frees go to the head (prepend_n); with it, to the tail.
+    pool = vllm_pool(blocks, caching=data.draw(st.booleans()))
     live, free, cached = [], set(range(blocks)), []
     for step in range(data.draw(st.integers(1, 30))):
         op = data.draw(st.sampled_from(["alloc", "place", "touch", "free"]))
@@ -238,21 +239,68 @@ def test_vllm_adapter_keeps_the_real_queue_whole_on_every_path(data):
             gone = live.pop(k)
             pool.free(gone)
             free |= {b.block_id for b in gone if b.ref_cnt == 0}
-        check_queue(pool, free)
+        ids = check_queue(pool, free)
+        check_mirror(pool, ids)
 
 
-def test_vllm_queue_move_front_checks_before_it_relinks():
+def check_mirror(pool, ids):
+    """The adapter's mirror (once placement has run) holds the real queue's order."""
+    mirror = pool.free_block_queue.__dict__.get("_corun_mirror")
+    if mirror is not None:
+        assert not mirror.broken and mirror.count == len(ids)
+        assert mirror.front(len(ids) + 5).tolist() == ids
+        assert mirror.in_step(pool.free_block_queue)
+
+
+def test_vllm_mirror_follows_each_queue_method_and_rebuilds_when_out_of_step():
+    """Every method of vLLM's queue that changes it tells the mirror; a mirror out of
+    step (here: told of a move that did not happen) is seen and read again."""
+    pool = vllm_pool(32, caching=True)
+    adapters.vllm_place_front(pool, [5, 6, 7])  # installs the mirror
+    q = pool.free_block_queue
+    got = pool.get_new_blocks(3)  # popleft_n
+    one = q.popleft()
+    q.remove(pool.blocks[20])
+    q.append(pool.blocks[20])
+    q.append_n([one, got[0]])
+    q.prepend_n([got[2], got[1]])
+    check_mirror(pool, queue_ids(pool))
+    mirror = q.__dict__["_corun_mirror"]
+    mirror.moved_front([9])  # the queue did not move: out of step, and seen
+    assert not mirror.in_step(q) or mirror.front(1).tolist() != queue_ids(pool)[:1]
+    mirror.removed(pool.blocks[9])
+    mirror.removed(pool.blocks[9])  # not held any more: broken, never an exception
+    assert mirror.broken and not mirror.in_step(q)
+    before = queue_ids(pool)
+    stats = adapters.vllm_place_front(pool, [40, 41, 42, 43])
+    assert q.__dict__["_corun_mirror"] is mirror and not mirror.broken  # read again
+    after = queue_ids(pool)
+    check_mirror(pool, after)
+    assert stats == reference_place([40, 41, 42, 43], before[:adapters.default_window(4)], "either")[2]
+    assert [b.block_id for b in pool.get_new_blocks(4)] == after[:4]
+    check_mirror(pool, queue_ids(pool))
+
+
+def test_vllm_mirror_move_front_checks_before_it_relinks():
     pool = vllm_pool(8, caching=False)
     taken = pool.get_new_blocks(2)  # blocks 0 and 1 leave the queue
     before = queue_ids(pool)
     q = pool.free_block_queue
-    with pytest.raises(RuntimeError, match="block 1 is not in the free queue"):
-        corun._corun.vllm_queue_move_front(q, [pool.blocks[5], taken[1]])
-    assert queue_ids(pool) == before, "nothing relinked"
-    corun._corun.vllm_queue_move_front(q, [pool.blocks[5], pool.blocks[3]])
-    assert queue_ids(pool) == [5, 3, 2, 4, 6, 7]
-    assert corun._corun.vllm_queue_front(q, 4).tolist() == [5, 3, 2, 4]
-    assert corun._corun.vllm_queue_front(q, 99).tolist() == [5, 3, 2, 4, 6, 7]
+    mirror = corun._corun.VllmQueueMirror(q, len(pool.blocks))
+    assert mirror.front(99).tolist() == before == [2, 3, 4, 5, 6, 7]
+    for bad, why in [([5, taken[1].block_id], "block 1 is not in the free queue"),
+                     ([5, 8], "block 8 is not one of the pool's 8"),
+                     ([5, 3, 5], "block 5 is listed twice")]:
+        with pytest.raises(RuntimeError, match=why):
+            mirror.move_front(q, pool.blocks, bad)
+        assert queue_ids(pool) == before and mirror.front(99).tolist() == before, "nothing relinked"
+    mirror.move_front(q, pool.blocks, [5, 3])
+    assert queue_ids(pool) == [5, 3, 2, 4, 6, 7] == mirror.front(99).tolist()
+    check_queue(pool, set(before))
+    mirror.move_front(q, pool.blocks, [7, 5, 3, 2])  # the tail, and blocks already in front
+    assert queue_ids(pool) == [7, 5, 3, 2, 4, 6] == mirror.front(99).tolist()
+    check_queue(pool, set(before))
+    assert mirror.front(2).tolist() == [7, 5] and mirror.in_step(q)
 
 
 def test_vllm_adapter_leaves_the_queue_alone_on_fallback():

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._corun import place, vllm_queue_front, vllm_queue_move_front
+from ._corun import VllmQueueMirror, VllmQueueTold, place
 
 if TYPE_CHECKING:
     from typing import Any, Callable, Literal, Optional, Union
@@ -97,14 +97,44 @@ def vllm_place_front(
     if n > queue.num_free_blocks:
         raise ValueError(f"Cannot get {n} free blocks from the pool")
     w = _window(n, queue.num_free_blocks, window)
-    # The queue is a linked list of Python objects: its front is read in Rust, ids only
-    # (the blocks themselves are block_pool.blocks[id]), and the chosen blocks are
-    # relinked there too, checked before any link changes.
-    chosen, _, stats = place(first, vllm_queue_front(queue, w), direction=direction)
+    # The queue is a linked list of Python objects; its order is read from a mirror of
+    # block ids kept in step with it (see `_mirror`), and the chosen blocks are relinked
+    # through it in Rust, checked in the queue before any link changes.
+    mirror = _mirror(block_pool)
+    chosen, _, stats = place(first, mirror.front(w), direction=direction)
     if not stats["fallback"]:
-        blocks = block_pool.blocks
-        vllm_queue_move_front(queue, [blocks[i] for i in chosen.tolist()])
+        try:
+            mirror.move_front(queue, block_pool.blocks, chosen.tolist())
+        except RuntimeError:
+            mirror.set_broken()  # out of step: read the queue again next time
+            raise
     return stats
+
+
+# The methods of vLLM 0.33's ``FreeKVCacheBlockQueue`` that change it; the queue's
+# ``__dict__`` key that holds its mirror.
+_CHANGES = ("popleft", "popleft_n", "remove", "append", "append_n", "prepend_n")
+_MIRROR = "_corun_mirror"
+
+
+def _mirror(block_pool: Any) -> VllmQueueMirror:
+    """The mirror of ``block_pool.free_block_queue``'s order: block ids in Rust arrays,
+    so that reading the window does not walk the queue's Python objects (a cache miss or
+    two per block once vLLM has shuffled it; that walk was most of the adapter's time).
+    The first call reads the queue once and wraps, on this queue object only, each of its
+    methods that change it (``VllmQueueTold``: the method, then the same change applied
+    to the mirror, in Rust); vLLM changes its queue only through them. Each later call
+    checks the mirror against the queue where that is cheap (count, first and last block)
+    and reads the queue again on any difference, as after a failed relink."""
+    queue = block_pool.free_block_queue
+    mirror = queue.__dict__.get(_MIRROR)
+    if mirror is None:
+        mirror = queue.__dict__[_MIRROR] = VllmQueueMirror(queue, len(block_pool.blocks))
+        for name in _CHANGES:
+            queue.__dict__[name] = VllmQueueTold(mirror, name, getattr(queue, name))
+    elif not mirror.in_step(queue):
+        mirror.reread(queue)
+    return mirror
 
 
 def sglang_place_front(
