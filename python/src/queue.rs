@@ -12,7 +12,7 @@
 //! `prev_free_block`, `block_id`, `num_free_blocks`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use numpy::PyArray1;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -46,6 +46,9 @@ pub struct Mirror {
     /// Set by a wrapper that could not reach the mirror (a change told while the mirror
     /// was in use, which vLLM's queue never does): out of step, seen by `in_step`.
     missed: Arc<AtomicBool>,
+    /// Wrapped calls running now: a queue method that calls another (a port's
+    /// ``popleft`` through its ``remove``) tells its change once, from the outermost.
+    depth: Arc<AtomicUsize>,
 }
 
 impl Mirror {
@@ -121,7 +124,15 @@ impl Mirror {
             (errors::try_vec(slots, "the mirror")?, errors::try_vec(slots, "the mirror")?);
         next.resize(slots, NONE); // within the capacity just reserved
         prev.resize(slots, NONE);
-        let mut m = Mirror { next, prev, count: 0, broken: false, told: 0, missed: Arc::default() };
+        let mut m = Mirror {
+            next,
+            prev,
+            count: 0,
+            broken: false,
+            told: 0,
+            missed: Arc::default(),
+            depth: Arc::default(),
+        };
         m.reread(queue)?;
         Ok(m)
     }
@@ -320,6 +331,7 @@ enum Change {
 pub struct Told {
     mirror: Py<Mirror>,
     missed: Arc<AtomicBool>,
+    depth: Arc<AtomicUsize>,
     method: Py<PyAny>,
     change: Change,
 }
@@ -341,8 +353,11 @@ impl Told {
                 )));
             }
         };
-        let missed = mirror.try_borrow()?.missed.clone();
-        Ok(Told { mirror: mirror.unbind(), missed, method, change })
+        let (missed, depth) = {
+            let m = mirror.try_borrow()?;
+            (m.missed.clone(), m.depth.clone())
+        };
+        Ok(Told { mirror: mirror.unbind(), missed, depth, method, change })
     }
 
     #[pyo3(signature = (*args))]
@@ -351,7 +366,12 @@ impl Told {
         py: Python<'py>,
         args: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let out = self.method.bind(py).call1(args)?;
+        self.depth.fetch_add(1, Ordering::Relaxed);
+        let out = self.method.bind(py).call1(args);
+        if self.depth.fetch_sub(1, Ordering::Relaxed) > 1 {
+            return out; // inside another wrapped call, which tells the whole change
+        }
+        let out = out?;
         let Ok(mut m) = self.mirror.try_borrow_mut(py) else {
             self.missed.store(true, Ordering::Relaxed);
             return Ok(out);

@@ -342,3 +342,22 @@ def test_either_runs_are_greedy_and_capped_pieces_set_their_own_direction():
     assert corun.runs(a, a, direction="either")[2].tolist() == [3, 2]
     s, _, lens = corun.runs(a, a, direction="either", max_len=2)
     assert (s.tolist(), lens.tolist()) == ([1, 3, 1], [2, 2, 1])
+
+
+def test_vllm_mirror_tells_a_nested_change_once():
+    """A port of the queue whose ``popleft`` goes through its own ``remove``: the change
+    is told once (by the outer call), and the mirror stays in step."""
+    pool = vllm_pool(16, caching=False)
+    q = pool.free_block_queue
+
+    def popleft():
+        b = q.fake_free_list_head.next_free_block
+        q.remove(b)
+        return b
+
+    q.popleft = popleft
+    adapters.vllm_place_front(pool, [3, 4, 5])
+    for _ in range(4):
+        q.popleft()
+        check_mirror(pool, queue_ids(pool))
+    assert q.__dict__["_corun_mirror"].told == 4

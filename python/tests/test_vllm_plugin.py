@@ -367,6 +367,39 @@ def test_mooncake_grouping_is_corun_and_equals_vllms(monkeypatch):
     assert mc.group_concurrent_contiguous is own
 
 
+def test_moriio_merge_is_corun_and_equals_vllms(monkeypatch):
+    vllm_parts()
+    sys.path.insert(0, str(ROOT / "python"))
+    import bench
+
+    try:
+        from vllm.distributed.kv_transfer.kv_connector.v1.moriio import moriio_connector as mo
+    except ImportError as e:
+        pytest.skip(f"vLLM's MoRIIO connector does not import here: {e}")
+    vllm_plugin.unregister()
+    cls = mo.MoRIIOConnectorWorker
+    own = cls.merge_contiguous_blocks
+    try:
+        assert vllm_plugin.register(["moriio"]) == {"moriio"}
+        ours = cls.merge_contiguous_blocks
+        assert ours is not own
+        calls = 0
+        for n in (1, 7, 300, 2048):
+            for breaks in (0.0, 0.05, 1.0):
+                for assume_sorted in (False, True):
+                    blocks = bench.make_orderfree(n, breaks, seed=n)
+                    assert ours(None, *blocks, assume_sorted) == own(None, *blocks, assume_sorted)
+                    calls += 1
+        assert ours(None, [], [0], [1]) == own(None, [], [0], [1]) == ([], [], [])  # vLLM's way
+        assert vllm_plugin.counters()["moriio_calls"] == calls
+        monkeypatch.setattr(_corun, "merge_contiguous_blocks", failing)
+        assert ours(None, [8, 0], [1, 9], [4, 4]) == own(None, [8, 0], [1, 9], [4, 4])
+        assert vllm_plugin.counters()["moriio_errors"] == 1
+    finally:
+        vllm_plugin.unregister()
+    assert cls.merge_contiguous_blocks is own
+
+
 def main():
     logging.basicConfig(level=logging.WARNING)
     try:

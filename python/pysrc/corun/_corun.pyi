@@ -16,6 +16,7 @@ from typing import (
     TypedDict,
     TypeVar,
     Union,
+    final,
     overload,
     type_check_only,
 )
@@ -228,12 +229,14 @@ def merge_contiguous_blocks(
 # vLLM's free block queue, read and reordered for ``corun.adapters.vllm_place_front``
 # (the adapter is the interface; the package does not re-export these).
 
+@final
 class VllmQueueMirror:
     """The order of a vLLM free queue as block ids, kept in step by being told of every
     change (``corun.adapters`` wraps the queue's methods to tell it)."""
 
     broken: bool
-    def __init__(self, queue: Any, blocks: int) -> None: ...
+    told: int
+    def __new__(cls, queue: Any, blocks: int) -> VllmQueueMirror: ...
     @property
     def count(self) -> int: ...
     def in_step(self, queue: Any) -> bool: ...
@@ -246,10 +249,10 @@ class VllmQueueMirror:
     def move_front(self, queue: Any, blocks: List[Any], ids: Sequence[int]) -> None: ...
     def reread(self, queue: Any) -> None: ...
     def set_broken(self) -> None: ...
-    told: int
 
+@final
 class VllmQueueTold:
     """A vLLM free queue method, wrapped: calls it, then tells the mirror its change."""
 
-    def __init__(self, mirror: VllmQueueMirror, name: str, method: Any) -> None: ...
+    def __new__(cls, mirror: VllmQueueMirror, name: str, method: Any) -> VllmQueueTold: ...
     def __call__(self, *args: Any) -> Any: ...

@@ -131,7 +131,8 @@ def _mirror(block_pool: Any) -> VllmQueueMirror:
     if mirror is None:
         mirror = queue.__dict__[_MIRROR] = VllmQueueMirror(queue, len(block_pool.blocks))
         for name in _CHANGES:
-            queue.__dict__[name] = VllmQueueTold(mirror, name, getattr(queue, name))
+            if hasattr(queue, name):  # a port of the queue may lack some
+                queue.__dict__[name] = VllmQueueTold(mirror, name, getattr(queue, name))
     elif not mirror.in_step(queue):
         mirror.reread(queue)
     return mirror

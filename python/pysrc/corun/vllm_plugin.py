@@ -20,6 +20,10 @@ Features (each patches vLLM's own code path; nothing else changes):
 - ``mooncake``: the Mooncake connector's grouping (``group_concurrent_contiguous``,
   called by ``MooncakeConnectorWorker._build_transfer_params``) is corun's, which returns
   the same groups.
+- ``moriio``: the MoRIIO connector's block merge
+  (``MoRIIOConnectorWorker.merge_contiguous_blocks``, which sorts a transfer's blocks
+  and merges the neighbours) is ``corun.merge_contiguous_blocks``, which returns the
+  same lists.
 
 Only the vLLM versions in :data:`TESTED` are patched; on any other, nothing is patched
 and that is logged once. Every hook goes through :func:`corun._guard.guarded`: a failure
@@ -57,7 +61,7 @@ log = logging.getLogger("corun")
 #: vLLM versions the plugin was tested with (``python/vllm_suite.py``).
 TESTED = ("0.33.0",)
 #: The features ``CORUN_VLLM`` can name (or ``all``).
-FEATURES = ("place", "nixl_order", "mooncake")
+FEATURES = ("place", "nixl_order", "mooncake", "moriio")
 
 _COUNTERS = Counters(
     "placed",  # allocations whose blocks placement chose
@@ -154,6 +158,7 @@ def register(features: Optional[Sequence[str]] = None) -> Set[str]:
             ("place", _install_place),
             ("nixl_order", _install_nixl_order),
             ("mooncake", _install_mooncake),
+            ("moriio", _install_moriio),
         ):
             if feature not in wanted or feature in _on:
                 continue
@@ -380,3 +385,25 @@ def _install_mooncake() -> None:
         return groups
 
     _patch(mc, "group_concurrent_contiguous", guarded(_COUNTERS, "mooncake", own)(corun_group))
+
+
+# -- moriio -----------------------------------------------------------------------------
+
+
+def _install_moriio() -> None:
+    from vllm.distributed.kv_transfer.kv_connector.v1.moriio import moriio_connector as mo
+
+    cls = mo.MoRIIOConnectorWorker
+    own = cls.merge_contiguous_blocks
+
+    @functools.wraps(own)
+    def corun_merge(self: Any, offsets_local: Any, offsets_remote: Any, sizes: Any, assume_sorted: bool = False) -> Any:
+        if not len(offsets_local) == len(offsets_remote) == len(sizes):
+            # Outside corun's contract (vLLM answers [] for no local blocks): vLLM's way.
+            return own(self, offsets_local, offsets_remote, sizes, assume_sorted)
+        merged = _corun.merge_contiguous_blocks(offsets_local, offsets_remote, sizes, assume_sorted)
+        _COUNTERS.add("moriio_calls")
+        return merged
+
+    _patch(cls, "merge_contiguous_blocks", guarded(_COUNTERS, "moriio", own)(corun_merge))
+
