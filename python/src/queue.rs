@@ -178,8 +178,9 @@ impl Mirror {
 
     /// Whether the mirror agrees with ``queue`` where that is cheap to see: not broken,
     /// the same number of blocks, the same first and last block.
-    fn in_step(&self, queue: &Bound<'_, PyAny>) -> PyResult<bool> {
+    fn in_step(&mut self, queue: &Bound<'_, PyAny>) -> PyResult<bool> {
         let py = queue.py();
+        self.catch_up(queue)?;
         let broken = self.broken || self.missed.load(Ordering::Relaxed);
         if broken
             || queue.getattr(intern!(py, "num_free_blocks"))?.extract::<usize>()? != self.count
@@ -196,6 +197,27 @@ impl Mirror {
         Ok(first == self.first() && last == self.last())
     }
 
+    /// Applies the pops made since the last change it was told of. ``popleft`` and
+    /// ``popleft_n`` (vLLM's most frequent calls: every decode step that fills a block)
+    /// are not wrapped: they only take blocks from the front, so between told changes
+    /// the queue is the mirror less a prefix, ending just before the queue's first block.
+    /// That prefix is dropped here, before each told change and each check.
+    fn catch_up(&mut self, queue: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = queue.py();
+        let next = intern!(py, "next_free_block");
+        let first = queue.getattr(intern!(py, "fake_free_list_head"))?.getattr(next)?;
+        // The tail sentinel's next is None: the queue is empty.
+        let first = if first.getattr(next)?.is_none() { None } else { Some(id_of(&first)?) };
+        if first.is_some_and(|id| !self.holds(id)) {
+            self.broken = true;
+            return Ok(());
+        }
+        while let Some(b) = self.first().filter(|&b| Some(b) != first) {
+            self.unlink(b);
+        }
+        Ok(())
+    }
+
     /// The ids of the first ``count`` blocks, front first (an int64 array; shorter if the
     /// queue ends first).
     fn front<'py>(&self, py: Python<'py>, count: usize) -> PyResult<Bound<'py, PyArray1<i64>>> {
@@ -206,16 +228,6 @@ impl Mirror {
             b = self.link(&self.next, b);
         }
         Ok(PyArray1::from_vec(py, ids))
-    }
-
-    /// ``queue.popleft_n(n)`` (or ``popleft``, ``n = 1``) took the first ``n`` blocks.
-    fn popped(&mut self, n: usize) {
-        for _ in 0..n {
-            match self.first() {
-                Some(b) => self.unlink(b),
-                None => self.broken = true,
-            }
-        }
     }
 
     /// ``queue.remove(block)`` took ``block`` out.
@@ -316,16 +328,16 @@ impl Mirror {
 /// Which change a wrapped queue method makes.
 #[derive(Clone, Copy)]
 enum Change {
-    Popleft,
-    PopleftN,
     Remove,
     Append,
     AppendN,
     PrependN,
 }
 
-/// One of a vLLM free queue's methods, wrapped: calls it, then tells the mirror what it
-/// changed (nothing when it raised: vLLM's methods check before they change the queue).
+/// One of a vLLM free queue's methods that change it other than by popping its front,
+/// wrapped: has the mirror catch up with the pops since, calls the method, then tells
+/// the mirror what it changed (nothing when it raised: vLLM's methods check before they
+/// change the queue).
 /// ``VllmQueueTold(mirror, name, method)``; ``name`` is the method's.
 #[pyclass(module = "corun._corun", name = "VllmQueueTold")]
 pub struct Told {
@@ -338,11 +350,16 @@ pub struct Told {
 
 #[pymethods]
 impl Told {
+    // The wrapped method is bound to the queue whose __dict__ holds this wrapper: a
+    // cycle, which the garbage collector can break only if it sees these references.
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.method)?;
+        visit.call(&self.mirror)
+    }
+
     #[new]
     fn new(mirror: Bound<'_, Mirror>, name: &str, method: Py<PyAny>) -> PyResult<Self> {
         let change = match name {
-            "popleft" => Change::Popleft,
-            "popleft_n" => Change::PopleftN,
             "remove" => Change::Remove,
             "append" => Change::Append,
             "append_n" => Change::AppendN,
@@ -366,8 +383,20 @@ impl Told {
         py: Python<'py>,
         args: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let method = self.method.bind(py);
+        if self.depth.load(Ordering::Relaxed) == 0 {
+            // The pops since the last told change, applied before this change is made.
+            let queue = method.getattr(intern!(py, "__self__"));
+            let caught = match (self.mirror.try_borrow_mut(py), queue) {
+                (Ok(mut m), Ok(q)) => m.catch_up(&q).is_ok(),
+                _ => false,
+            };
+            if !caught {
+                self.missed.store(true, Ordering::Relaxed);
+            }
+        }
         self.depth.fetch_add(1, Ordering::Relaxed);
-        let out = self.method.bind(py).call1(args);
+        let out = method.call1(args);
         if self.depth.fetch_sub(1, Ordering::Relaxed) > 1 {
             return out; // inside another wrapped call, which tells the whole change
         }
@@ -379,11 +408,6 @@ impl Told {
         let arg = args.get_item(0);
         // The method has run: nothing here may raise into vLLM.
         let applied = match (self.change, &arg) {
-            (Change::Popleft, _) => {
-                m.popped(1);
-                Ok(())
-            }
-            (Change::PopleftN, _) => out.len().map(|n| m.popped(n)),
             (Change::Remove, Ok(block)) => m.removed(block),
             (Change::Append, Ok(block)) => {
                 PyTuple::new(py, [block]).and_then(|t| m.appended(t.as_any()))

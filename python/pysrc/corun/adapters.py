@@ -111,9 +111,10 @@ def vllm_place_front(
     return stats
 
 
-# The methods of vLLM 0.33's ``FreeKVCacheBlockQueue`` that change it; the queue's
-# ``__dict__`` key that holds its mirror.
-_CHANGES = ("popleft", "popleft_n", "remove", "append", "append_n", "prepend_n")
+# The methods of vLLM 0.33's ``FreeKVCacheBlockQueue`` that change it other than by
+# popping its front (``popleft``, ``popleft_n``: the mirror catches up with those, see
+# ``VllmQueueMirror.catch_up``); the queue's ``__dict__`` key that holds its mirror.
+_CHANGES = ("remove", "append", "append_n", "prepend_n")
 _MIRROR = "_corun_mirror"
 
 
@@ -122,10 +123,12 @@ def _mirror(block_pool: Any) -> VllmQueueMirror:
     so that reading the window does not walk the queue's Python objects (a cache miss or
     two per block once vLLM has shuffled it; that walk was most of the adapter's time).
     The first call reads the queue once and wraps, on this queue object only, each of its
-    methods that change it (``VllmQueueTold``: the method, then the same change applied
-    to the mirror, in Rust); vLLM changes its queue only through them. Each later call
-    checks the mirror against the queue where that is cheap (count, first and last block)
-    and reads the queue again on any difference, as after a failed relink."""
+    methods that change it but by popping its front (``VllmQueueTold``: the method, then
+    the same change applied to the mirror, in Rust); pops only shorten the front, and the
+    mirror drops what the queue no longer starts with before each told change and each
+    check. vLLM changes its queue only through these methods. Each later call checks the
+    mirror against the queue where that is cheap (count, first and last block) and reads
+    the queue again on any difference, as after a failed relink."""
     queue = block_pool.free_block_queue
     mirror = queue.__dict__.get(_MIRROR)
     if mirror is None:
