@@ -487,20 +487,21 @@ def report(allocator, w, own, placed, window, out):
     split = sum(st["split"] for st in placed.placements)
     saved_us = (totals["either"] - p) / max(len(placed.lists), 1) * COSTS_US["rdma"]
     adapter_us, core_us = placed.adapter_s / n_placed * 1e6, placed.core_s / n_placed * 1e6
-    def times(a, b, what):
-        # "1.50x fewer", "1.10x more", "as many": never a ratio below 1 called "fewer".
+    def times(a, b, what, than=""):
+        # "1.50x fewer ... than", "1.10x more ... than", "as many ... as": never a ratio
+        # below 1 called "fewer".
         if a == b:
-            return f"as many {what}"
-        return f"{max(a, b) / max(min(a, b), 1):.2f}x {'fewer' if a > b else 'more'} {what}"
+            return f"as many {what}{' as' if than else ''}{than}"
+        return f"{max(a, b) / max(min(a, b), 1):.2f}x {'fewer' if a > b else 'more'} {what}{' than' if than else ''}{than}"
 
     if saved_us > 0:
         cost = (f"placement costs {100 * adapter_us / saved_us:.1f}% of one buffer's saving, "
                 f"{100 * adapter_us / (saved_us * LAYER_BUFFERS):.2f}% of {LAYER_BUFFERS} buffers'")
     else:
         cost = "no saving: placement costs its CPU time and saves nothing"
-    out(f"\nPlacement: {times(totals['asc'], p, 'descriptors')} than ascending runs "
-        f"of the allocator's own pages, {times(totals['either'], p, 'descriptors')} than either-direction "
-        f"runs; {p / max(bound, 1):.3f}x the bound. "
+    out(f"\nPlacement: {times(totals['asc'], p, 'descriptors', ' ascending runs')} "
+        f"of the allocator's own pages, {times(totals['either'], p, 'descriptors', ' either-direction runs')}; "
+        f"{p / max(bound, 1):.3f}x the bound. "
         f"{times(totals['gather_wrs_either'], ptotals['placed gather_wrs_either'], 'gather work requests')}. "
         f"Requests left to the allocator's own choice: {fallback}; runs split: {split}. "
         f"CPU per request: {adapter_us:.1f} µs in the adapter, of which {core_us:.1f} µs in "
