@@ -454,9 +454,9 @@ struct Columns<'a> {
 
 impl Columns<'_> {
     /// Sorts the rows by (`a`, `b`). Both columns packed into one word per row when
-    /// they fit (always, for windows below 2^32 pages on 64-bit targets): one column to
-    /// compare and swap, which made placement's sorts about three times faster than the
-    /// two-column table (the sorts were most of `place`'s time on scattered windows).
+    /// they fit (always, for windows below 2^32 pages on 64-bit targets): one column,
+    /// radix-sorted, where the two-column table's comparisons and swaps were most of
+    /// `place`'s time on scattered windows.
     fn sort(&mut self) {
         let rows = self.rows();
         let (a, b) = (prefix(self.a, rows), prefix(self.b, rows));
@@ -467,15 +467,19 @@ impl Columns<'_> {
         }
         let descending = self.a_descending;
         let key = |x: usize| if descending { a_max - x } else { x };
+        // `b_bits == usize::BITS` only when every `a` key is 0: then nothing shifts in.
+        let (up, down) = (
+            |x: usize| x.checked_shl(b_bits).unwrap_or(0),
+            |x: usize| x.checked_shr(b_bits).unwrap_or(0),
+        );
         for (x, &y) in a.iter_mut().zip(b.iter()) {
-            // `b_bits < usize::BITS` here unless `a` is all zeros: shift in two steps.
-            *x = (key(*x) << (b_bits / 2) << (b_bits - b_bits / 2)) | y;
+            *x = up(key(*x)) | y;
         }
         radix_sort(a, b); // `b` is packed into `a`: free to be the scratch
-        let mask = (1usize << (b_bits / 2) << (b_bits - b_bits / 2)).wrapping_sub(1);
+        let mask = up(1).wrapping_sub(1);
         for (x, y) in a.iter_mut().zip(b.iter_mut()) {
             *y = *x & mask;
-            *x = key(*x >> (b_bits / 2) >> (b_bits - b_bits / 2));
+            *x = key(down(*x));
         }
     }
 }

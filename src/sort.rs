@@ -54,12 +54,12 @@ pub(crate) fn radix_sort(keys: &mut [usize], scratch: &mut [usize]) {
 /// Fewer keys than this are introsorted (a radix pass's 256 counts would cost more).
 const RADIX_MIN: usize = 64;
 
-/// Copies `from` into `to` ordered by bits `shift..shift + 8`, stably (one radix pass).
-fn scatter(from: &[usize], to: &mut [usize], shift: u32) {
-    let digit = |k: usize| (k >> shift) & 0xff;
+/// Where the items of each of the 256 digits start in a stable radix pass over items
+/// whose digits are `digits` (in item order): the counts, summed up to each digit.
+pub(crate) fn digit_starts(digits: impl Iterator<Item = usize>) -> [usize; 256] {
     let mut next = [0usize; 256];
-    for &k in from {
-        if let Some(c) = next.get_mut(digit(k)) {
+    for d in digits {
+        if let Some(c) = next.get_mut(d) {
             *c += 1;
         }
     }
@@ -67,6 +67,13 @@ fn scatter(from: &[usize], to: &mut [usize], shift: u32) {
     for c in next.iter_mut() {
         (*c, sum) = (sum, sum + *c);
     }
+    next
+}
+
+/// Copies `from` into `to` ordered by bits `shift..shift + 8`, stably (one radix pass).
+fn scatter(from: &[usize], to: &mut [usize], shift: u32) {
+    let digit = |k: usize| (k >> shift) & 0xff;
+    let mut next = digit_starts(from.iter().map(|&k| digit(k)));
     for &k in from {
         if let Some(at) = next.get_mut(digit(k)) {
             if let Some(slot) = to.get_mut(*at) {

@@ -52,8 +52,8 @@ pub fn merge_contiguous_blocks<'py>(
         )));
     }
     let sorted = assume_sorted || local.windows(2).all(|w| w.first() <= w.last());
-    let [l, r, s] = match pages(&local, &remote, &size, sorted) {
-        Some(m) => m?,
+    let [l, r, s] = match pages(&local, &remote, &size, sorted)? {
+        Some(merged) => merged,
         None => by_rule(&local, &remote, &size, sorted)?,
     };
     // New ints, made in order (cheaper than taking the caller's objects in sorted order);
@@ -108,66 +108,59 @@ fn read(list: &Bound<'_, PyList>, name: &str) -> PyResult<Vec<i64>> {
 /// The merge through corun's order-free grouping, when the blocks are pages: one positive
 /// size, every offset a multiple of it, local offsets distinct (or sorted). `None`
 /// otherwise.
-fn pages(local: &[i64], remote: &[i64], size: &[i64], sorted: bool) -> Option<PyResult<Merged>> {
-    let page = *size.first()?;
-    if page <= 0 || size.iter().any(|&s| s != page) {
-        return None;
-    }
-    // Page ids (a shift for the usual power-of-two page: a division costs more than
-    // the rest of the merge).
-    let ids = |v: &[i64]| -> Option<Vec<i64>> {
-        let mut out = errors::try_vec(v.len(), "the page ids").ok()?;
-        if page.count_ones() == 1 {
-            let (shift, mask) = (page.trailing_zeros(), page - 1);
-            for &x in v {
-                (x & mask == 0).then(|| out.push(x >> shift))?;
-            }
-        } else {
-            for &x in v {
-                (x.rem_euclid(page) == 0).then(|| out.push(x.div_euclid(page)))?;
-            }
-        }
-        Some(out)
+fn pages(local: &[i64], remote: &[i64], size: &[i64], sorted: bool) -> PyResult<Option<Merged>> {
+    let Some(&page) = size.first().filter(|&&p| p > 0 && size.iter().all(|&s| s == p)) else {
+        return Ok(None);
     };
-    let (mut l, mut r) = (ids(local)?, ids(remote)?);
+    // Page ids (a shift for the usual power-of-two page: a division costs more than
+    // the rest of the merge); `None` for an offset off the page grid.
+    let ids = |v: &[i64]| -> PyResult<Option<Vec<i64>>> {
+        let mut out = errors::try_vec(v.len(), "the page ids")?;
+        let (pow2, shift, mask) = (page.count_ones() == 1, page.trailing_zeros(), page - 1);
+        for &x in v {
+            let id = if pow2 {
+                (x & mask == 0).then_some(x >> shift)
+            } else {
+                (x.rem_euclid(page) == 0).then(|| x.div_euclid(page))
+            };
+            let Some(id) = id else { return Ok(None) };
+            out.push(id);
+        }
+        Ok(Some(out))
+    };
+    let (Some(mut l), Some(mut r)) = (ids(local)?, ids(remote)?) else { return Ok(None) };
     if !sorted {
-        let zeros = || -> Option<Vec<i64>> {
-            let mut v = errors::try_vec(l.len(), "the sorted page ids").ok()?;
-            v.resize(l.len(), 0);
-            Some(v)
+        let zeros = || -> PyResult<Vec<i64>> {
+            let mut v = errors::try_vec(l.len(), "the sorted page ids")?;
+            v.resize(l.len(), 0); // within the capacity just reserved
+            Ok(v)
         };
         let (mut ls, mut rs) = (zeros()?, zeros()?);
         // A repeated local offset is an error here: the stable sort of `by_rule` then.
-        ::corun::sort_by_destination(&r, &l, &mut rs, &mut ls).ok()?;
+        if ::corun::sort_by_destination(&r, &l, &mut rs, &mut ls).is_err() {
+            return Ok(None);
+        }
         (l, r) = (ls, rs);
     }
     // The runs counted (one SIMD pass), then read as they are found: no list of them.
-    let (runs, k) =
-        match ::corun::runs(&l, &r).and_then(|runs| Ok((runs, ::corun::count_runs(&l, &r)?))) {
-            Ok(found) => found,
-            Err(e) => return Some(Err(errors::core(e))),
-        };
-    let mut out: Merged = [Vec::new(), Vec::new(), Vec::new()];
-    for column in &mut out {
-        if let Err(e) = errors::try_vec(k, "the merged blocks").map(|v| *column = v) {
-            return Some(Err(e));
-        }
-    }
+    let k = ::corun::count_runs(&l, &r).map_err(errors::core)?;
+    let runs = ::corun::runs(&l, &r).map_err(errors::core)?;
+    let mut out: Merged = [
+        errors::try_vec(k, "the merged blocks")?,
+        errors::try_vec(k, "the merged blocks")?,
+        errors::try_vec(k, "the merged blocks")?,
+    ];
     let [ol, or, os] = &mut out;
+    // In bytes again: ids times the page are the given offsets; a merged size may not
+    // fit (numpy's int64 would wrap there).
+    let bytes = |v: i64| v.checked_mul(page).ok_or_else(overflow);
     for span in runs {
         let (Some(&lid), Some(&rid)) = (l.get(span.start), r.get(span.start)) else { continue };
-        // In bytes again: ids times the page are the given offsets; a merged size may not
-        // fit (numpy's int64 would wrap there).
-        let len = i64::try_from(span.len).ok().and_then(|len| len.checked_mul(page));
-        let Some(len) = len else { return Some(Err(overflow())) };
-        let (Some(lo), Some(ro)) = (lid.checked_mul(page), rid.checked_mul(page)) else {
-            return Some(Err(overflow())); // cannot happen: these are the given offsets
-        };
-        ol.push(lo);
-        or.push(ro);
-        os.push(len);
+        ol.push(bytes(lid)?);
+        or.push(bytes(rid)?);
+        os.push(bytes(i64::try_from(span.len).map_err(|_| overflow())?)?);
     }
-    Some(Ok(out))
+    Ok(Some(out))
 }
 
 /// MoRIIO's rule as written, for any sizes: a stable sort by local offset (unless

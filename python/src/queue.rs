@@ -6,8 +6,9 @@
 //! scheduler (~0.1 us a block, thousands of blocks a step); from Rust each step is two
 //! attribute reads, but still a cache miss or two on a queue that vLLM has shuffled.
 //! [`Mirror`] keeps the queue's order as two arrays of block ids, told of every change
-//! by the adapter's wrappers of the queue's own methods, so that reading the front costs
-//! what reading an array does. Only the attributes vLLM 0.33's queue and blocks have are
+//! but pops by the adapter's wrappers of the queue's own methods (it catches up with
+//! pops itself: they only shorten the front), so that reading the front costs what
+//! reading an array does. Only the attributes vLLM 0.33's queue and blocks have are
 //! used: `fake_free_list_head`, `fake_free_list_tail`, `next_free_block`,
 //! `prev_free_block`, `block_id`, `num_free_blocks`.
 
@@ -176,8 +177,9 @@ impl Mirror {
         self.count
     }
 
-    /// Whether the mirror agrees with ``queue`` where that is cheap to see: not broken,
-    /// the same number of blocks, the same first and last block.
+    /// Whether the mirror agrees with ``queue`` where that is cheap to see, once it has
+    /// caught up with the pops: not broken, the same number of blocks, the same last
+    /// block (the same first block is what catching up leaves).
     fn in_step(&mut self, queue: &Bound<'_, PyAny>) -> PyResult<bool> {
         let py = queue.py();
         self.catch_up(queue)?;
@@ -187,14 +189,11 @@ impl Mirror {
         {
             return Ok(false);
         }
-        let end = |sentinel, link| -> PyResult<Option<u32>> {
-            let b = queue.getattr(sentinel)?.getattr(link)?;
-            let is_block = !b.getattr(link)?.is_none();
-            Ok(if is_block { Some(id_of(&b)?) } else { None })
-        };
-        let first = end(intern!(py, "fake_free_list_head"), intern!(py, "next_free_block"))?;
-        let last = end(intern!(py, "fake_free_list_tail"), intern!(py, "prev_free_block"))?;
-        Ok(first == self.first() && last == self.last())
+        let prev = intern!(py, "prev_free_block");
+        let last = queue.getattr(intern!(py, "fake_free_list_tail"))?.getattr(prev)?;
+        // The head sentinel's prev is None: the queue is empty.
+        let last = if last.getattr(prev)?.is_none() { None } else { Some(id_of(&last)?) };
+        Ok(last == self.last())
     }
 
     /// Applies the pops made since the last change it was told of. ``popleft`` and
@@ -257,9 +256,10 @@ impl Mirror {
     /// Moves the blocks ``blocks[i]`` for ``i`` in ``ids`` (``blocks``: the pool's list
     /// of every block, by id; ``ids`` distinct, of free blocks) to the front of vLLM's
     /// free queue ``queue`` in the given order, and the mirror with them: what
-    /// ``queue.remove`` of each then ``queue.prepend_n`` do, in one pass. Every block is checked first, in the queue itself, to
-    /// be free and held by the mirror (``RuntimeError`` otherwise, as ``remove``
-    /// raises), so that a failing call changes nothing.
+    /// ``queue.remove`` of each then ``queue.prepend_n`` do, in one pass. Every block is
+    /// checked first, in the queue itself, to be free and held by the mirror
+    /// (``RuntimeError`` otherwise, as ``remove`` raises), so that a failing call changes
+    /// nothing.
     fn move_front(
         &mut self,
         queue: &Bound<'_, PyAny>,
@@ -409,9 +409,10 @@ impl Told {
         // The method has run: nothing here may raise into vLLM.
         let applied = match (self.change, &arg) {
             (Change::Remove, Ok(block)) => m.removed(block),
-            (Change::Append, Ok(block)) => {
-                PyTuple::new(py, [block]).and_then(|t| m.appended(t.as_any()))
-            }
+            (Change::Append, Ok(block)) => id_of(block).map(|id| {
+                let tail = m.tail();
+                m.insert_before(tail, id);
+            }),
             (Change::AppendN, Ok(blocks)) => m.appended(blocks),
             (Change::PrependN, Ok(blocks)) => m.prepended(blocks),
             (_, Err(_)) => Err(PyRuntimeError::new_err("corun: a queue call without its argument")),
