@@ -1,0 +1,247 @@
+"""What the whole-stack end-to-end runs share (``python/stack_e2e.py --stack vllm|sglang``).
+
+- :func:`parser`: the options every stack takes (``--requests N --seed S --workload NAME
+  --quick``); a stack adds its own to the parser it gets.
+- :func:`request_stream`: the requests of a run, from a request-stream workload
+  (``lab.workloads``): each request's length in blocks and which of its blocks repeat an
+  earlier request's prefix (the workload's ``prefix_share``), so that both stacks' prefix
+  caches see the same stream.
+- The KV pattern: every 8-byte word of a token's K or V in a layer is derived from
+  (owner, layer, K/V, token position, word), where the owner is the request whose prompt
+  first had that token (a shared prefix keeps its first owner, so a prefix-cache hit holds
+  the same bytes a fresh prefill would write). :func:`fill` writes it, :func:`check` counts
+  the bytes that differ, both vectorised over a request's tokens.
+- :class:`WayResult`, :func:`alternate` (plugin off and on alternating, a fresh run per
+  way), :func:`stack_line` (the exact ``stack-e2e ...`` line) and :func:`percentiles`.
+- :func:`tee_results`: the full run's output into the results folder (``lab.results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+#: The workload a run takes unless ``--workload`` names another.
+DEFAULT_WORKLOAD = "p16-occ80-g0"
+#: Requests a run takes unless ``--requests`` says (``--quick``: ``QUICK_REQUESTS``).
+DEFAULT_REQUESTS = 160
+QUICK_REQUESTS = 24
+#: The fixed fields of a ``stack-e2e`` line, in order; extra fields come after them.
+LINE_FIELDS = ("stack", "connector", "mode", "plugin", "requests", "bytes_checked", "bytes_bad",
+               "descriptors", "xfer_ms_p50", "xfer_ms_p99", "placed", "fallback", "errors")
+WAYS = ("off", "on")
+
+
+# --- options and the request stream -------------------------------------------------------
+
+
+def _workloads():
+    # Imported late: the lab package's modules are found through python/ on sys.path.
+    from lab import workloads
+
+    return workloads
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    """An argument parser with the options every stack takes."""
+    ap = argparse.ArgumentParser(description=description,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=None,
+                    help=f"requests per way (default {DEFAULT_REQUESTS}; --quick: {QUICK_REQUESTS})")
+    ap.add_argument("--seed", type=int, default=7, help="the request stream's seed (default 7)")
+    ap.add_argument("--workload", default=DEFAULT_WORKLOAD,
+                    help=f"a request-stream workload of lab.workloads (default {DEFAULT_WORKLOAD})")
+    ap.add_argument("--quick", action="store_true", help="a short run (CI): small pools, few requests")
+    return ap
+
+
+def parse(ap: argparse.ArgumentParser, argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """Parses ``argv``; fills ``requests`` from ``--quick``; an unknown ``--workload`` is a
+    usage error naming the known ones; ``args.workload_spec`` is its ``Workload``."""
+    args = ap.parse_args(argv)
+    if args.requests is None:
+        args.requests = QUICK_REQUESTS if args.quick else DEFAULT_REQUESTS
+    if args.requests < 1:
+        ap.error(f"--requests must be at least 1, got {args.requests}")
+    w = _workloads()
+    try:
+        args.workload_spec = w.by_name(args.workload)
+    except (KeyError, ValueError):
+        ap.error(f"--workload: no workload named {args.workload!r} (known: {', '.join(w.names())})")
+    return args
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    """One request of the stream: ``index`` (its position), ``blocks`` (its prompt's length
+    in blocks) and ``owners``: per block, the request whose prompt first had it (``index``
+    itself, or an earlier request's for a shared prefix)."""
+
+    index: int
+    blocks: int
+    owners: Tuple[int, ...]
+
+    def tokens(self, block_size: int) -> int:
+        """The prompt's length in tokens (whole blocks)."""
+        return self.blocks * block_size
+
+
+def request_stream(workload, requests: int, seed: int, block_size: int, pool_blocks: int,
+                   recent: int = 64) -> Iterator[StreamRequest]:
+    """``requests`` requests of ``workload``: lengths by ``lab.workloads.request_blocks`` in
+    ``block_size``-token blocks, at most a quarter of ``pool_blocks``; a share
+    ``workload.prefix_share`` repeat 20-80% of a recent request's prefix (one of the last
+    ``recent``), as the replay's stream does."""
+    w = _workloads()
+    rng = np.random.default_rng(seed)
+    roots: List[StreamRequest] = []
+    for r in range(requests):
+        n = w.request_blocks(rng, block_size, pool_blocks)
+        owners = [r] * n
+        if roots and rng.random() < workload.prefix_share:
+            root = roots[int(rng.integers(len(roots)))]
+            # A shared prefix is at most the root's length and leaves this request a block
+            # of its own (vLLM recomputes the last prompt token, so a prompt is never a
+            # full hit).
+            shared = min(int(n * rng.uniform(0.2, 0.8)), root.blocks, n - 1)
+            owners[:shared] = root.owners[:shared]
+        req = StreamRequest(r, n, tuple(owners))
+        roots.append(req)
+        if len(roots) > recent:
+            roots.pop(0)
+        yield req
+
+
+def token_owners(req: StreamRequest, block_size: int) -> np.ndarray:
+    """The owner of each of the request's prompt tokens."""
+    return np.repeat(np.asarray(req.owners, dtype=np.uint64), block_size)
+
+
+def prompt_token_ids(req: StreamRequest, block_size: int, vocab: int = 30000) -> List[int]:
+    """Token ids of the prompt: a function of (owner, position), so a shared prefix has the
+    same ids (and the same block hashes) as its owner's prompt, and others differ."""
+    pos = np.arange(req.tokens(block_size), dtype=np.uint64)
+    ids = (token_owners(req, block_size) * np.uint64(0x9E3779B1) + pos * np.uint64(2654435761)) % np.uint64(vocab)
+    return ids.astype(np.int64).tolist()
+
+
+# --- the KV pattern -------------------------------------------------------------------------
+
+_WORD_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _bases(owners: np.ndarray, layer: int, kv: int, tokens: np.ndarray) -> np.ndarray:
+    # 0xA5 tag, owner (20 bits), layer (7), K/V (1), token position (28).
+    o = np.asarray(owners, dtype=np.uint64) & np.uint64(0xFFFFF)
+    t = np.asarray(tokens, dtype=np.uint64) & np.uint64(0xFFFFFFF)
+    head = np.uint64((0xA5 << 56) | ((layer & 0x7F) << 29) | ((kv & 1) << 28))
+    return head | (o << np.uint64(36)) | t
+
+
+def _mix(words: int) -> np.ndarray:
+    return (np.arange(1, words + 1, dtype=np.uint64) * _WORD_MIX)
+
+
+def fill(out: np.ndarray, owners: np.ndarray, layer: int, kv: int, tokens: np.ndarray) -> None:
+    """Writes the pattern into ``out``, a ``(len(tokens), words)`` uint64 view of the KV
+    cache (one row per token: its K or V of one layer, all heads)."""
+    np.bitwise_xor(_bases(owners, layer, kv, tokens)[:, None], _mix(out.shape[1])[None, :], out=out)
+
+
+def check(got: np.ndarray, owners: np.ndarray, layer: int, kv: int, tokens: np.ndarray) -> int:
+    """The bytes of ``got`` (as :func:`fill`'s ``out``) that differ from the pattern."""
+    want = np.bitwise_xor(_bases(owners, layer, kv, tokens)[:, None], _mix(got.shape[1])[None, :])
+    if np.array_equal(got, want):
+        return 0
+    return int(np.count_nonzero(got.view(np.uint8) != want.view(np.uint8)))
+
+
+# --- results and lines ----------------------------------------------------------------------
+
+
+@dataclass
+class WayResult:
+    """What one way (a mode, plugin off or on) did. ``bytes_expected`` is the requests'
+    whole KV size from the stream (what ``bytes_checked`` must equal); ``extra`` holds the
+    stack's own fields, printed after the fixed ones in insertion order."""
+
+    requests: int = 0
+    bytes_checked: int = 0
+    bytes_bad: int = 0
+    bytes_expected: int = 0
+    descriptors: int = 0
+    xfer_ms: List[float] = field(default_factory=list)
+    placed: int = 0
+    fallback: int = 0
+    errors: int = 0
+    extra: Dict[str, object] = field(default_factory=dict)
+
+
+def percentiles(values: Sequence[float]) -> Tuple[float, float]:
+    """(p50, p99) of ``values`` (numpy's linear interpolation); (nan, nan) for none."""
+    if not len(values):
+        return float("nan"), float("nan")
+    p50, p99 = np.percentile(np.asarray(values, dtype=np.float64), [50, 99])
+    return float(p50), float(p99)
+
+
+def _value(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def stack_line(stack: str, connector: str, mode: str, plugin: str, r: WayResult) -> str:
+    """The ``stack-e2e`` line of one way: the fixed fields in order, then ``r.extra``
+    (``bytes_expected`` first among them)."""
+    p50, p99 = percentiles(r.xfer_ms)
+    fixed = dict(stack=stack, connector=connector, mode=mode, plugin=plugin, requests=r.requests,
+                 bytes_checked=r.bytes_checked, bytes_bad=r.bytes_bad, descriptors=r.descriptors,
+                 xfer_ms_p50=p50, xfer_ms_p99=p99, placed=r.placed, fallback=r.fallback,
+                 errors=r.errors)
+    extra = dict(bytes_expected=r.bytes_expected, **r.extra)
+    return "stack-e2e " + " ".join(f"{k}={_value(v)}" for k, v in {**fixed, **extra}.items())
+
+
+def parse_line(line: str) -> Dict[str, str]:
+    """The ``key=value`` fields of a ``stack-e2e`` line (for tests and readers)."""
+    if not line.startswith("stack-e2e "):
+        raise ValueError(f"not a stack-e2e line: {line!r}")
+    return dict(f.split("=", 1) for f in line.split()[1:])
+
+
+def alternate(run_way: Callable[[str, str], WayResult], modes: Sequence[str]
+              ) -> Dict[Tuple[str, str], WayResult]:
+    """Runs every mode both ways, ``run_way(mode, plugin)`` (``plugin`` ``"off"`` or
+    ``"on"``; each call must start fresh processes), alternating which way goes first from
+    one mode to the next so that neither always runs on a cold or a warm machine."""
+    out: Dict[Tuple[str, str], WayResult] = {}
+    for k, mode in enumerate(modes):
+        for plugin in (WAYS if k % 2 == 0 else WAYS[::-1]):
+            out[(mode, plugin)] = run_way(mode, plugin)
+    return out
+
+
+def report(stack: str, connector: str, got: Dict[Tuple[str, str], WayResult],
+           out: Callable[[str], None] = print) -> List[str]:
+    """Prints one line per mode and way (off before on) and returns them."""
+    lines = []
+    for mode in dict.fromkeys(m for m, _ in got):
+        for plugin in WAYS:
+            if (mode, plugin) in got:
+                lines.append(stack_line(stack, connector, mode, plugin, got[(mode, plugin)]))
+                out(lines[-1])
+    return lines
+
+
+def tee_results(name: str, args: argparse.Namespace) -> Optional[str]:
+    """The full run's output also into the results folder (``lab.results.tee``); a
+    ``--quick`` run (CI's) writes nothing. Returns the path, or None."""
+    if args.quick:
+        return None
+    from lab import results
+
+    return results.tee(name)
