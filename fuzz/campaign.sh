@@ -5,19 +5,26 @@
 # to results/<machine>/<run>/fuzz-campaign.txt; libFuzzer's log of each target goes to
 # fuzz/logs/campaign-<target>.log (not in git).
 #
-#   bash fuzz/campaign.sh [SECONDS] [TARGET ...]     (default: every target)
+#   bash fuzz/campaign.sh [SECONDS] [TARGET ...]     (default: every target,
+#                                                    `cargo +nightly fuzz list`)
 #
 # One fuzzing process at a time; run two invocations with different targets to use two
 # cores. A crash stops that target: its input is in fuzz/artifacts/<target>/.
 set -uo pipefail
-cd "$(dirname "$0")"
-if [ "${1:-}" = --help ]; then sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
+# `--help` prints this header before anything else runs: from any directory (the path
+# of this file, not of the working directory), writing nothing.
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+  awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"
+  exit 0
+fi
+cd "$(dirname "${BASH_SOURCE[0]}")" || exit 1
 summary="../$(bash ../benches/results-dir)/fuzz-campaign.txt"
 secs=${1:-1800}
 shift || true
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(agree resume max_len mismatch steps descriptors gather raw)
+  # The one list of targets: fuzz/Cargo.toml's [[bin]]s.
+  mapfile -t targets < <(cargo +nightly fuzz list)
 fi
 mkdir -p logs
 cargo +nightly fuzz build >/dev/null
