@@ -8,13 +8,10 @@ Skipped when an engine is not installed, unless ``CORUN_REQUIRE_ENGINES=1`` (as 
 
 import importlib.util
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import e2e  # noqa: E402
-import workloads  # noqa: E402
+from lab import e2e, upstream, workloads
 
 MODULES = {"mooncake": "mooncake.engine", "nixl": "nixl_cu12"}
 
@@ -106,11 +103,10 @@ def test_a_peer_that_is_gone_is_an_error_not_a_hang(session, monkeypatch):
 def test_replayed_requests_every_way_verified(name):
     # Requests from the real allocators (vLLM's free queue, SGLang's allocator port), every
     # way, each request checked by the decode side (a failed check raises).
-    import replay
 
     try:
-        replay.vllm_classes()
-    except ImportError:
+        upstream.vllm_queue_classes()
+    except upstream.Missing:
         if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
             raise
         pytest.skip("vLLM 0.33 not installed")
@@ -154,11 +150,10 @@ def test_replay_line_carries_the_prepped_ways(capsys):
     import re
 
     engine("nixl")
-    import replay
 
     try:
-        replay.vllm_classes()
-    except ImportError:
+        upstream.vllm_queue_classes()
+    except upstream.Missing:
         if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
             raise
         pytest.skip("vLLM 0.33 not installed")

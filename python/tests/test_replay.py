@@ -3,13 +3,11 @@ its report lines, and what the ways must satisfy on any page lists."""
 
 import os
 import re
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import replay  # noqa: E402
+from lab import replay, upstream
 
 LINE = re.compile(
     r"^replay allocator=(vllm|sglang) workload=(\S+) requests=(\d+) pages=(\d+) asc=(\d+) "
@@ -21,9 +19,9 @@ LINE = re.compile(
 
 def vllm_installed():
     try:
-        replay.vllm_classes()
+        upstream.vllm_queue_classes()
         return True
-    except ImportError:
+    except upstream.Missing:
         if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
             raise
         return False
@@ -52,9 +50,9 @@ def test_sglang_port_hands_out_sorted_free_pages():
     assert pool.alloc(1) is None
 
 
-@pytest.mark.skipif(not vllm_installed(), reason=f"vLLM not installed ({replay.VLLM})")
+@pytest.mark.skipif(not vllm_installed(), reason=f"vLLM not installed ({upstream.HINT})")
 def test_vllm_free_queue_is_vllms_own_and_reverses_frees():
-    classes = replay.vllm_classes()
+    classes = upstream.vllm_queue_classes()
     assert classes[1].__name__ == "FreeKVCacheBlockQueue"
     pool = replay.VllmPool(classes, 16, caching=False)
     first = pool.get_new_blocks(4)
@@ -64,7 +62,7 @@ def test_vllm_free_queue_is_vllms_own_and_reverses_frees():
     assert [b.block_id for b in pool.get_new_blocks(4)] == [3, 2, 1, 0]
 
 
-@pytest.mark.skipif(not vllm_installed(), reason=f"vLLM not installed ({replay.VLLM})")
+@pytest.mark.skipif(not vllm_installed(), reason=f"vLLM not installed ({upstream.HINT})")
 def test_quick_replay_report(capsys):
     replay.main(["--quick"])
     lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("replay ")]

@@ -8,22 +8,19 @@ which turns the skip into a failure.
 """
 
 import os
-import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import corun
+from lab import sglang_ref, upstream
 from reference import reference
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import sglang_ref  # noqa: E402
 
 if not sglang_ref.available():
     if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
-        raise ImportError(f"CORUN_REQUIRE_ENGINES=1 but SGLang is missing: {sglang_ref.INSTALL}")
-    pytest.skip(f"SGLang not installed ({sglang_ref.INSTALL})", allow_module_level=True)
+        raise ImportError(f"CORUN_REQUIRE_ENGINES=1 but SGLang is missing: {upstream.HINT}")
+    pytest.skip(f"SGLang not installed ({upstream.HINT})", allow_module_level=True)
 
 helper = sglang_ref.group_concurrent_contiguous
 

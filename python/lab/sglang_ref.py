@@ -1,9 +1,9 @@
 """SGLang's real code, loaded from the installed package's own files.
 
-corun is measured and tested against SGLang 0.5.23 (``pip install --no-deps
-sglang==0.5.23``), not a re-implementation. Importing its modules pulls in most of
-sglang (torch among it), so the functions are taken from the source files by name
-(``ast``) and compiled with the few names they use. The text is SGLang's, unchanged.
+corun is measured and tested against SGLang 0.5.23 (``upstream.HINT``), not a
+re-implementation. Importing its modules pulls in most of sglang (torch among it), so the
+functions are taken from the source files by name (``ast``) and compiled with the few
+names they use. The text is SGLang's, unchanged.
 
 - ``group_concurrent_contiguous``: ``srt/disaggregation/common/utils.py``.
 - ``mooncake_blocks(groups, layers)``: the Mooncake backend's per-layer loop
@@ -16,60 +16,34 @@ sglang (torch among it), so the functions are taken from the source files by nam
   uint64 arrays that ``get_xfer_descs`` takes.
 
 ``available()`` says whether sglang is installed; every other function raises
-``ImportError`` naming the install command when it is not.
+``upstream.Missing`` (its message ends with the install line) when it is not. The files
+are read by ``lab.upstream``, the one loader of upstream code.
 """
 
 import ast
-import importlib.util
-import os
-from typing import List, Optional, Tuple
 
 import numpy as np
-import numpy.typing as npt
 
-INSTALL = "pip install --no-deps sglang==0.5.23"
+from lab import upstream
 
-
-def _root():
-    spec = importlib.util.find_spec("sglang")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError(f"SGLang is not installed: {INSTALL}")
-    return os.path.join(list(spec.submodule_search_locations)[0], "srt", "disaggregation")
+# SGLang's files, under its package.
+UTILS = upstream.SGLANG_UTILS
+MOONCAKE = "srt/disaggregation/mooncake/conn.py"
+NIXL = "srt/disaggregation/nixl/conn.py"
 
 
 def available():
+    """Whether SGLang's files are installed (``upstream.Missing`` says how if not)."""
     try:
-        _root()
+        upstream.path("sglang", UTILS)
         return True
-    except ImportError:
+    except upstream.Missing:
         return False
 
 
-def _source(path):
-    with open(os.path.join(_root(), path)) as f:
-        text = f.read()
-    return text, ast.parse(text)
-
-
-def _lines(text, node):
-    """The source lines of `node`, dedented by its own column (it may be nested)."""
-    return [line[node.col_offset:] for line in text.splitlines()[node.lineno - 1:node.end_lineno]]
-
-
-def _compile(node, text, names):
-    """Compiles the function `node` of `text` with `names` as its globals."""
-    code = "\n".join(_lines(text, node))
-    env = {"np": np, "npt": npt, "List": List, "Tuple": Tuple, "Optional": Optional, **names}
-    exec(compile(code, f"<sglang {node.name}>", "exec"), env)
-    return env[node.name]
-
-
-def _find(tree, name, args=None):
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            if args is None or [a.arg for a in node.args.args] == args:
-                return node
-    raise ImportError(f"SGLang's {name} not found: is it version 0.5.23? ({INSTALL})")
+def _def(relpath, name, args=None):
+    text, tree = upstream.source("sglang", relpath)
+    return upstream.compile_def(text, upstream.find(tree, name, args, where=relpath), label="sglang")
 
 
 _cache = {}
@@ -83,19 +57,12 @@ def _load(key, make):
 
 def group_concurrent_contiguous(src_indices, dst_indices):
     """SGLang's helper itself."""
-    def make():
-        text, tree = _source("common/utils.py")
-        return _compile(_find(tree, "group_concurrent_contiguous"), text, {})
-    return _load("helper", make)(src_indices, dst_indices)
+    return upstream.sglang_group()(src_indices, dst_indices)
 
 
 def _mooncake():
-    text, tree = _source("mooncake/conn.py")
-    blocks = _compile(
-        _find(tree, "set_transfer_blocks", ["src_ptr", "dst_ptr", "token_item_len", "groups"]),
-        text, {})
-    transfer = _compile(_find(tree, "_transfer_data"), text, {})
-    return blocks, transfer
+    blocks = _def(MOONCAKE, "set_transfer_blocks", ["src_ptr", "dst_ptr", "token_item_len", "groups"])
+    return blocks, _def(MOONCAKE, "_transfer_data")
 
 
 class _Capture:
@@ -127,16 +94,16 @@ def _nixl():
     """``make_req_array`` and the statements of ``_send_kvcache_generic`` that turn the
     groups into per-layer address and length arrays (from ``prefill_starts = ...``
     through the ``for ... in layers_params`` loop), compiled as they stand."""
-    text, tree = _source("nixl/conn.py")
-    make_req_array = _compile(_find(tree, "make_req_array"), text, {})
-    body = _find(tree, "_send_kvcache_generic").body
+    text, tree = upstream.source("sglang", NIXL)
+    make_req_array = _def(NIXL, "make_req_array")
+    body = upstream.find(tree, "_send_kvcache_generic", where=NIXL).body
     names = lambda stmt: {t.id for t in getattr(stmt, "targets", []) if isinstance(t, ast.Name)}
     first = next(i for i, st in enumerate(body) if "prefill_starts" in names(st))
     last = next(i for i, st in enumerate(body) if isinstance(st, ast.For)
                 and isinstance(st.iter, ast.Name) and st.iter.id == "layers_params")
     lines = []
     for st in body[first:last + 1]:
-        lines.extend(_lines(text, st))
+        lines.extend(upstream.lines(text, st))
     loop = compile("\n".join(lines), "<sglang _send_kvcache_generic>", "exec")
     return make_req_array, loop
 

@@ -1,0 +1,15 @@
+"""corun's lab: the measurements and the upstream code they compare with, apart from the
+package (``pysrc/corun``).
+
+Each measurement is a module with a ``main()``, run by its entry script in ``python/``
+(``python python/bench.py`` runs ``lab.bench``: a script's own folder is first on
+``sys.path``, so ``import lab`` needs no path manipulation). The tests import the lab as
+a package (pytest's ``pythonpath`` in ``pyproject.toml``).
+
+- ``upstream``: the one loader of SGLang's and vLLM's own code, with the one install hint.
+- ``sglang_ref``: SGLang's helper and its Mooncake and NIXL backend loops (via ``upstream``).
+- ``workloads``: the request streams and the page lists every measurement runs on.
+- ``results``: where reports are written (``results/<machine>/<date>-<commit>/``).
+- ``bench``, ``replay``, ``e2e``, ``vllm_suite``: the measurements (``python python/<name>.py
+  --help``).
+"""

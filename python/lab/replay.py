@@ -1,0 +1,516 @@
+"""Page lists as the serving stacks' real allocators make them, and what each way of
+turning them into transfers costs.
+
+Two pools per stack, a prefill pool (the source pages) and a decode pool (the
+destination pages), are driven by a stream of requests; each request's `(src, dst)`
+page lists are recorded as its allocator hands them out, then grouped every way:
+
+- ``asc``: concurrent ascending runs (what corun and SGLang's helper find today);
+- ``either``: ascending or descending runs (``direction="either"``);
+- ``orderfree``: the fewest descriptors for the *set* of pairs
+  (``corun.sort_by_destination``, then grouped: the pages are distinct, so the set fixes
+  the transfer); its CPU time includes the sort;
+- ``gather_wrs`` / ``gather_wrs_either``: RDMA WRITE work requests with gather lists:
+  one request per contiguous destination run (ascending, or either direction), gathering
+  the source segments (concurrent runs) inside it, at most ``MAX_SGE`` per request.
+
+Descriptors are counted per layer buffer (a transfer posts that many times the number
+of buffers). The allocators:
+
+- **vLLM 0.33** (installed as ``lab.upstream.HINT`` says): the real ``KVCacheBlock`` and
+  ``FreeKVCacheBlockQueue`` classes, compiled by ``lab.upstream`` from the installed package's
+  ``vllm/v1/core/kv_cache_utils.py`` (importing it pulls in the rest of vLLM), driven as
+  ``vllm/v1/core/block_pool.py`` drives them: ``get_new_blocks`` pops
+  ``free_block_queue.popleft_n(n)`` (evicting the cached blocks it takes);
+  ``free_blocks`` takes a request's blocks *reversed*
+  (``single_type_kv_cache_manager.py``, ``free``) and puts the hashed ones back at the
+  tail (``append_n``, LRU) and the others at the head (``prepend_n``, LIFO); a prefix hit
+  ``touch``\\es its blocks (``free_block_queue.remove`` from the middle of the queue).
+  Prefix caching is on: full blocks carry a hash chain, and a request that shares a
+  prefix with an earlier one reuses the blocks still cached. In vLLM's NIXL pull mode
+  the prefill side allocates first and the decode side after it (``allocate_slots``),
+  ignoring the remote blocks.
+- **SGLang 0.5.23** (``sglang/srt/mem_cache/allocator/paged.py``, torch code): a numpy
+  port of ``PagedTokenToKVPoolAllocator``'s ``clear`` (free pages ``1..num_pages``),
+  ``alloc`` (``free_pages[:n]``, merging and sorting the staged frees first when short:
+  ``merge_and_sort_free``) and ``free_page_ids`` / ``_release_page_ids`` (P/D mode,
+  ``need_sort``: freed pages are staged; otherwise prepended). SGLang's decode side
+  allocates first (``DecodePreallocQueue``) and sends its pages before the prefill side
+  allocates (``alloc_extend``).
+
+The two pools are separate allocators, so which side allocates first changes nothing in
+the lists; it matters for placement (``issues``), not here.
+
+Workloads: request lengths are lognormal in tokens (median 1,024, sigma 1.0, a long
+context of 64x the median one request in 200), pages of 1, 16 or 128 tokens, pools kept
+at an occupancy (50-95%) by finishing the oldest requests, decode sequences growing by a
+block with a probability per step, and (vLLM) a share of requests repeating an earlier
+request's prefix.
+
+    python python/replay.py            # the full grid
+    python python/replay.py --quick    # a small one (CI)
+    python python/replay.py --workloads p16-occ80-g0   # one workload of the grid
+    python python/replay.py --window n+64 --workloads p16-occ80-g0   # a shallower window
+
+The report goes to results/<machine>/<date>-<commit>/replay.txt; its last lines are one
+per allocator and workload:
+``replay allocator=<vllm|sglang> workload=<name> requests=<n> pages=<n> asc=<d>
+either=<d> orderfree=<d> gather_wrs=<n> gather_wrs_either=<n> placed=<d> bound=<d>
+hit_rate=<own>/<placed> adapter_us=<µs> saved_us=<µs>``: ``adapter_us`` is the CPU time
+of the placement adapter per request placed (reading the free list included),
+``saved_us`` the posting time placement saves per request at 128 buffers and 0.5 µs a
+descriptor (RDMA), against the allocator's own pages in either direction.
+"""
+
+import argparse
+import functools
+import multiprocessing
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+import corun
+from corun import adapters
+from lab import results, upstream
+from lab.workloads import Workload, request_blocks, workloads  # noqa: F401 (Workload: callers')
+MAX_SGE = 30
+# Posting costs per descriptor: Mooncake over TCP (measured here), NIXL (vLLM PR 55841's
+# figures) and an RDMA work request (cuMemcpyBatchAsync, vLLM PR 48434).
+COSTS_US = {"mooncake_tcp": 50.0, "nixl": 3.4, "rdma": 0.5}
+LAYER_BUFFERS = 128  # 64 layers x (K, V)
+
+
+# --- vLLM's real free queue ---------------------------------------------------------
+
+
+class VllmPool:
+    """One vLLM block pool: the real free queue, driven as ``BlockPool`` drives it. The
+    attributes placement's adapter uses have ``BlockPool``'s names (``blocks``,
+    ``free_block_queue``, ``enable_caching``, ``get_new_blocks``), so the adapter runs on
+    this pool as on vLLM's."""
+
+    def __init__(self, classes, blocks, caching):
+        Block, Queue = classes
+        self.blocks = [Block(block_id=i) for i in range(blocks)]
+        self.free_block_queue = Queue(self.blocks)
+        self.enable_caching = caching
+        self.cached = {}  # hash -> block (in use or in the free queue)
+        self.hits = self.lookups = 0
+
+    def free_count(self):
+        return self.free_block_queue.num_free_blocks
+
+    def get_new_blocks(self, n):
+        # block_pool.py get_new_blocks: popleft_n, evicting what it takes from the cache.
+        out = self.free_block_queue.popleft_n(n)
+        for b in out:
+            if b.block_hash is not None:
+                self.cached.pop(b.block_hash, None)
+                b.reset_hash()
+            b.ref_cnt += 1
+        return out
+
+    def touch_prefix(self, hashes):
+        """The cached prefix of a request whose full blocks have `hashes` (None: not
+        cacheable), touched: taken out of the free queue where it waits (block_pool.py
+        ``touch``)."""
+        hit = []
+        if self.enable_caching:
+            for h in hashes:
+                b = self.cached.get(h) if h is not None else None
+                if b is None:
+                    break
+                hit.append(b)
+            self.lookups += sum(h is not None for h in hashes)
+            self.hits += len(hit)
+            for b in hit:
+                if b.ref_cnt == 0:
+                    self.free_block_queue.remove(b)
+                b.ref_cnt += 1
+        return hit
+
+    def cache(self, blocks, hashes):
+        """Caches the full blocks of a request (block_pool.py ``cache_full_blocks``)."""
+        if self.enable_caching:
+            for b, h in zip(blocks, hashes):
+                if h is not None and h not in self.cached:
+                    b.set_block_hash(h)
+                    self.cached[h] = b
+
+    def allocate(self, hashes):
+        """Blocks for a request: the cached prefix touched, the rest new."""
+        hit = self.touch_prefix(hashes)
+        new = self.get_new_blocks(len(hashes) - len(hit))
+        self.cache(new, hashes[len(hit):])
+        return hit + new
+
+    def free(self, blocks):
+        # single_type_kv_cache_manager.py free: free_blocks(reversed(blocks)); block_pool.py
+        # free_blocks: hashed blocks to the tail (LRU), the others to the head (LIFO).
+        last, first = [], []
+        for b in reversed(blocks):
+            b.ref_cnt -= 1
+            if b.ref_cnt == 0:
+                (first if b.block_hash is None or not self.enable_caching else last).append(b)
+        self.free_block_queue.prepend_n(first)
+        self.free_block_queue.append_n(last)
+
+
+# --- SGLang's paged allocator, ported ------------------------------------------------
+
+
+class SglangPool:
+    """A numpy port of SGLang 0.5.23's ``PagedTokenToKVPoolAllocator`` page bookkeeping
+    (``srt/mem_cache/allocator/paged.py``), P/D mode (``need_sort=True``)."""
+
+    def __init__(self, pages, need_sort=True):
+        # clear(): free pages 1..num_pages (page 0 is the padded slot).
+        self.free_pages = np.arange(1, pages + 1, dtype=np.int64)
+        self.staged_pages = []
+        self.need_sort = need_sort
+
+    def free_count(self):
+        return len(self.free_pages) + sum(len(s) for s in self.staged_pages)
+
+    def merge_and_sort_free(self):
+        # merge_and_sort_free(): torch.sort(torch.cat((free_pages, *staged_pages)))
+        if self.staged_pages:
+            self.free_pages = np.sort(np.concatenate([self.free_pages, *self.staged_pages]))
+            self.staged_pages = []
+
+    def alloc(self, n):
+        # alloc(): merge when short, then free_pages[:num_pages].
+        if n > len(self.free_pages):
+            self.merge_and_sort_free()
+        if n > len(self.free_pages):
+            return None
+        out, self.free_pages = self.free_pages[:n], self.free_pages[n:]
+        return out
+
+    def free_page_ids(self, pages):
+        # _release_page_ids(): staged when need_sort, else torch.cat((*page_ids, free_pages)).
+        pages = np.asarray(pages, dtype=np.int64)
+        if self.need_sort:
+            self.staged_pages.append(pages)
+        else:
+            self.free_pages = np.concatenate([pages, self.free_pages])
+
+
+# --- the request stream ---------------------------------------------------------------
+
+
+@dataclass
+class Replayed:
+    """One replay: each request's `(src, dst)` page lists as transferred, and what the
+    allocators and placement did."""
+
+    lists: list
+    hit_rate: dict  # pool name -> prefix-cache hit rate (vLLM)
+    placements: list  # corun.place's stats per request placed (placement on)
+    adapter_s: float = 0.0  # total CPU time in the adapter, corun.place included
+    core_s: float = 0.0  # of which in corun.place
+    # (CPU time of the thread, time.thread_time: on a shared machine wall time counts
+    # the time other processes ran too.)
+
+
+def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window=False):
+    """Replays `requests` requests through two pools. With `window` (not False: None for
+    the adapters' default, or a number of pages) the second side to allocate places its
+    pages against the first side's (``corun.adapters``): vLLM's decode side (pull mode:
+    prefill allocates first) and SGLang's prefill side (the decode side allocates first)."""
+    rng = np.random.default_rng(seed)
+    placing = window is not False
+    if allocator == "vllm":
+        classes = upstream.vllm_queue_classes()
+        # Both sides cache prefixes (vLLM's default); the decode side's own hits are not
+        # pulled (the connector asks prefill for the tokens past the local hit).
+        pre, dec = VllmPool(classes, prefill_blocks, True), VllmPool(classes, decode_blocks, True)
+    else:
+        pre, dec = SglangPool(prefill_blocks), SglangPool(decode_blocks)
+    out = Replayed([], {}, [])
+    core = [0.0]
+
+    def timed_place(*args, **kwargs):
+        t = time.thread_time()
+        r = corun.place(*args, **kwargs)
+        core[0] += time.thread_time() - t
+        return r
+
+    adapters.place = timed_place  # to split the adapter's time from the core's
+
+    def place(f, *args):
+        t = time.thread_time()
+        stats = f(*args, window=window)
+        out.adapter_s += time.thread_time() - t
+        if stats is not None:  # None: SGLang's adapter on a shortage (nothing placed)
+            out.placements.append(stats)
+
+    live = deque()  # (prefill pages, decode pages list)
+    recent = deque(maxlen=64)  # hash roots of recent requests, for shared prefixes
+
+    def finish_oldest():
+        p, d = live.popleft()
+        if allocator == "vllm":
+            pre.free(p)
+            dec.free(d)
+        else:
+            pre.free_page_ids(p)
+            dec.free_page_ids(d)
+
+    for r in range(requests):
+        n = request_blocks(rng, w.page_tokens, min(prefill_blocks, decode_blocks))
+        # Keep each pool at its occupancy: finish the oldest requests first.
+        while live and (pre.free_count() - n < (1 - w.occupancy) * prefill_blocks
+                        or dec.free_count() - n < (1 - w.occupancy) * decode_blocks):
+            finish_oldest()
+        # Full blocks carry a hash chain (root, index); a shared prefix reuses a root.
+        root = r
+        if recent and rng.random() < w.prefix_share:
+            root = recent[int(rng.integers(len(recent)))]
+        recent.append(r)
+        shared = int(n * rng.uniform(0.2, 0.8)) if root != r else 0
+        hashes = [(root, i) if i < shared else (r, i) for i in range(n - 1)] + [None]
+        if allocator == "vllm":
+            # Pull mode: the prefill side allocates first (returning its block ids), the
+            # decode side after it, pulling what its own cache does not hold.
+            p = pre.allocate(hashes)
+            hit = dec.touch_prefix(hashes)
+            remote = np.array([b.block_id for b in p[len(hit):]], dtype=np.int32)
+            if placing and len(remote):
+                place(adapters.vllm_place_front, dec, remote)
+            new = dec.get_new_blocks(len(remote))
+            dec.cache(new, hashes[len(hit):])
+            d = hit + new
+            src, dst = remote, np.array([b.block_id for b in new], dtype=np.int32)
+        else:
+            # The decode side allocates first and sends its pages; then the prefill side.
+            d = dec.alloc(n)
+            if d is None:
+                continue
+            if placing and pre.free_count() >= n:
+                place(adapters.sglang_place_front, pre, d)
+            p = pre.alloc(n)
+            if p is None:
+                dec.free_page_ids(d)
+                continue
+            src, dst = p.astype(np.int32), d.astype(np.int32)
+        out.lists.append((src, dst))
+        live.append((p, list(d)))
+        # Decode sequences grow: a block now and then, from the decode pool.
+        for i in range(len(live)):
+            if w.growth and rng.random() < w.growth:
+                more = dec.get_new_blocks(1) if allocator == "vllm" else dec.alloc(1)
+                if more is not None and len(more):
+                    live[i][1].extend(list(more))
+    adapters.place = corun.place
+    out.core_s = core[0]
+    if allocator == "vllm":
+        # The adapter's mirror is told of the changes vLLM's own queue calls make but
+        # pops: that upkeep (the wrapper, the catch-up with the pops, the update; per
+        # told call) is the adapter's cost too.
+        mirror = dec.free_block_queue.__dict__.get("_corun_mirror")
+        out.adapter_s += mirror.told * upkeep_s(classes) if mirror is not None else 0.0
+        out.hit_rate = {name: pool.hits / max(pool.lookups, 1) for name, pool in (("prefill", pre), ("decode", dec))}
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def upkeep_s(classes, pairs=20_000):
+    """CPU seconds a told change (a wrapped vLLM queue call, with the mirror catching up
+    with the pops before it) costs more than the plain call, measured here:
+    ``popleft_n(1)`` (not wrapped) then ``append_n`` of that block (told), on a plain
+    queue and on one the adapter mirrors, in alternating rounds (the least of 5 rounds
+    each: the machine's noise only adds)."""
+    queues = []
+    for mirrored in (False, True):
+        pool = VllmPool(classes, 4096, True)
+        if mirrored:
+            adapters._mirror(pool)
+        queues.append(pool.free_block_queue)
+    best = [float("inf"), float("inf")]
+    for _ in range(5):
+        for k, q in enumerate(queues):
+            t = time.thread_time()
+            for _ in range(pairs):
+                q.append_n(q.popleft_n(1))
+            best[k] = min(best[k], (time.thread_time() - t) / pairs)
+    return max(best[1] - best[0], 0.0)
+
+
+# --- the ways -------------------------------------------------------------------------
+
+
+def gather_wrs(src, dst, direction):
+    """Work requests of gather lists: one per destination run (`direction`), each
+    gathering the concurrent runs inside it as segments, at most MAX_SGE per request."""
+    d_starts = np.cumsum(np.concatenate([[0], corun.runs(dst, dst, direction=direction)[2]]))
+    c_lens = corun.runs(src, dst, direction=direction)[2]
+    c_starts = np.concatenate([[0], np.cumsum(c_lens)[:-1]])
+    segs = np.diff(np.searchsorted(c_starts, d_starts))
+    return int(np.sum(-(-segs // MAX_SGE)))
+
+
+WAYS = {
+    "asc": lambda s, d: len(corun.runs(s, d)[2]),
+    "either": lambda s, d: len(corun.runs(s, d, direction="either")[2]),
+    "orderfree": lambda s, d: len(corun.runs(*corun.sort_by_destination(s, d))[2]),
+    "gather_wrs": lambda s, d: gather_wrs(s, d, "ascending"),
+    "gather_wrs_either": lambda s, d: gather_wrs(s, d, "either"),
+}
+
+
+class Window:
+    """A placement window of ``k * n + c`` pages for a request of ``n`` pages."""
+
+    def __init__(self, k, c):
+        self.k, self.c = k, c
+
+    def __call__(self, n):
+        return self.k * n + self.c
+
+    def __str__(self):
+        return f"{self.k}n+{self.c}" if self.k else str(self.c)
+
+    @staticmethod
+    def parse(text):
+        t = text.replace(" ", "")
+        if t.isdigit():
+            return Window(0, int(t))
+        k, _, c = t.partition("n")
+        if not (k == "" or k.isdigit()) or not (c == "" or (c[0] == "+" and c[1:].isdigit())):
+            raise argparse.ArgumentTypeError(f"window must be pages or KnC (say 4n+64), got {text!r}")
+        return Window(int(k or 1), int(c[1:] or 0))
+
+
+def table(lists, ways, out):
+    """One row per way: descriptors, their spread, CPU time and posting time."""
+    pages = np.array([len(s) for s, _ in lists])
+    out("\n| way | descriptors (per buffer) | p50 / p99 per request | pages per descriptor p50 / worst 1% "
+        "| CPU µs per request | posting ms per request at Mooncake TCP / NIXL / RDMA (128 buffers) |")
+    out("|---|---|---|---|---|---|")
+    totals = {}
+    for way, f in ways.items():
+        t = time.perf_counter()
+        c = np.array([f(s, d) for s, d in lists])
+        cpu = (time.perf_counter() - t) / max(len(lists), 1)
+        per = pages / np.maximum(c, 1)
+        post = " / ".join(f"{np.mean(c) * LAYER_BUFFERS * us / 1000:.2f}" for us in COSTS_US.values())
+        out(f"| {way} | {int(c.sum())} | {np.percentile(c, 50):.0f} / {np.percentile(c, 99):.0f} "
+            f"| {np.percentile(per, 50):.1f} / {np.percentile(per, 1):.1f} | {cpu * 1e6:.1f} | {post} |")
+        totals[way] = int(c.sum())
+    return totals
+
+
+def report(allocator, w, own, placed, window, out):
+    """The ways on the allocator's own lists, then placement's lists beside the bound.
+    Returns the `replay` line."""
+    lists = own.lists
+    pages = int(sum(len(s) for s, _ in lists))
+    rates = ", ".join(f"{k} {v:.3f}" for k, v in own.hit_rate.items())
+    out(f"\n### {allocator} {w.name}: {len(lists)} requests, {pages} pages"
+        + (f"; prefix-cache hit rate {rates}" if rates else ""))
+    totals = table(lists, WAYS, out)
+
+    # Placement: the second side's pages chosen against the first side's.
+    first = (lambda s, d: s) if allocator == "vllm" else (lambda s, d: d)
+    ways = {"placed (either)": WAYS["either"], "placed gather_wrs_either": WAYS["gather_wrs_either"],
+            "bound (first side's runs)": lambda s, d: len(corun.runs(first(s, d), first(s, d), direction="either")[2])}
+    n_placed = max(len(placed.placements), 1)
+    side = "decode (pull mode)" if allocator == "vllm" else "prefill"
+    prates = ", ".join(f"{k} {v:.3f}" for k, v in placed.hit_rate.items())
+    out(f"\nWith placement on the {side} side (``corun.adapters``, window "
+        f"{window or '4n+64'} pages): {len(placed.lists)} requests"
+        + (f"; prefix-cache hit rate {prates}" if prates else ""))
+    ptotals = table(placed.lists, ways, out)
+    p, bound = ptotals["placed (either)"], ptotals["bound (first side's runs)"]
+    fallback = sum(st["fallback"] for st in placed.placements)
+    split = sum(st["split"] for st in placed.placements)
+    saved_us = (totals["either"] - p) / max(len(placed.lists), 1) * COSTS_US["rdma"]
+    adapter_us, core_us = placed.adapter_s / n_placed * 1e6, placed.core_s / n_placed * 1e6
+    def times(a, b, what, than=""):
+        # "1.50x fewer ... than", "1.10x more ... than", "as many ... as": never a ratio
+        # below 1 called "fewer".
+        if a == b:
+            return f"as many {what}{' as' if than else ''}{than}"
+        return f"{max(a, b) / max(min(a, b), 1):.2f}x {'fewer' if a > b else 'more'} {what}{' than' if than else ''}{than}"
+
+    if saved_us > 0:
+        cost = (f"placement costs {100 * adapter_us / saved_us:.1f}% of one buffer's saving, "
+                f"{100 * adapter_us / (saved_us * LAYER_BUFFERS):.2f}% of {LAYER_BUFFERS} buffers'")
+    else:
+        cost = "no saving: placement costs its CPU time and saves nothing"
+    out(f"\nPlacement: {times(totals['asc'], p, 'descriptors', ' ascending runs')} "
+        f"of the allocator's own pages, {times(totals['either'], p, 'descriptors', ' either-direction runs')}; "
+        f"{p / max(bound, 1):.3f}x the bound. "
+        f"{times(totals['gather_wrs_either'], ptotals['placed gather_wrs_either'], 'gather work requests')}. "
+        f"Requests left to the allocator's own choice: {fallback}; runs split: {split}. "
+        f"CPU per request: {adapter_us:.1f} µs in the adapter, of which {core_us:.1f} µs in "
+        f"corun.place; posting time saved per request at 0.5 µs per descriptor: "
+        f"{saved_us:.1f} µs per buffer, {saved_us * LAYER_BUFFERS / 1000:.2f} ms for "
+        f"{LAYER_BUFFERS} buffers ({cost}).")
+    if allocator == "vllm":
+        hit = f"{own.hit_rate['decode']:.3f}/{placed.hit_rate['decode']:.3f}"
+    else:
+        hit = "-/-"  # SGLang's allocator caches nothing (its radix tree does, above it)
+    return (f"replay allocator={allocator} workload={w.name} requests={len(lists)} pages={pages} "
+            + " ".join(f"{k}={v}" for k, v in totals.items())
+            + f" placed={p} bound={bound} hit_rate={hit}"
+            + f" adapter_us={adapter_us:.1f} saved_us={saved_us * LAYER_BUFFERS:.1f}")
+
+
+FORK = multiprocessing.get_context("fork")
+
+
+def workload_report(allocator, w, requests, prefill_blocks, decode_blocks, window):
+    """One workload replayed without and with placement: its report's text and its
+    ``replay`` line."""
+    text = []
+    own = replay(allocator, w, requests, prefill_blocks, decode_blocks)
+    placed = replay(allocator, w, requests, prefill_blocks, decode_blocks, window=window)
+    line = report(allocator, w, own, placed, window, lambda *a: text.append(" ".join(map(str, a))))
+    return "\n".join(text), line
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="two workloads, 300 requests (CI)")
+    ap.add_argument("--requests", type=int, help="requests per workload (default 5000)")
+    ap.add_argument("--allocators", nargs="*", default=["vllm", "sglang"], choices=["vllm", "sglang"])
+    ap.add_argument("--window", type=Window.parse, default=None,
+                    help="placement's window: pages, or KnC for K * n + C (say 4n+64); "
+                         "default: the adapters' (4n+64)")
+    ap.add_argument("--workloads", nargs="*", help="only these workloads (names as in the report)")
+    args = ap.parse_args(argv)
+    if argv is None and not args.quick:
+        # From the command line (not --quick) the report also goes to results/.
+        results.tee(f"replay-window-{args.window}.txt" if args.window else "replay.txt")
+    requests = args.requests or (300 if args.quick else 5000)
+    prefill_blocks, decode_blocks = (8000, 12000) if args.quick else (40000, 60000)
+    out = print
+    out(f"corun {corun.__version__}; pools of {prefill_blocks} prefill and {decode_blocks} decode "
+        f"pages; {requests} requests per workload; max_sge {MAX_SGE}")
+    lines = []
+    for allocator in args.allocators:
+        if allocator == "vllm":
+            try:
+                upstream.vllm_queue_classes()
+            except upstream.Missing as e:
+                sys.exit(f"replay.py: {e}")
+        for w in workloads(args.quick):
+            if args.workloads and w.name not in args.workloads:
+                continue
+            # Each workload in a process of its own, forked from this one before it runs:
+            # like a serving process, it makes its pools on a fresh heap. (After another
+            # workload's garbage, millions of objects, the same p16 workload's adapter
+            # took 2x longer: its blocks lay scattered in memory.)
+            with FORK.Pool(1) as pool:
+                text, line = pool.apply(workload_report, (allocator, w, requests, prefill_blocks,
+                                                          decode_blocks, args.window))
+            out(text)
+            lines.append(line)
+    out("")
+    for line in lines:
+        out(line)
