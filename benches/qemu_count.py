@@ -11,6 +11,7 @@ instruction count, and subtracts an idle run (the workload built, no call). Dete
 Prints the same table as benches/callgrind.sh (instructions only: qemu has no branch
 predictor to simulate), and writes it to results/<machine>/<run>/qemu-neon.txt.
 """
+import importlib.util
 import os
 import re
 import subprocess
@@ -24,6 +25,17 @@ LEN = 65_536
 # ten minutes (callgrind.sh has it for x86).
 WORKLOADS = ["no-breaks", "mean-256", "mean-16", "mean-4", "singletons"]
 FUNCTIONS = ["group_into", "count_runs", "scalar"]
+
+
+def lab_results():
+    """The lab's one results writer, ``python/lab/results.py``, loaded from its file: this
+    script runs from benches/, where the lab package is not importable, and the module
+    imports nothing of the lab itself."""
+    spec = importlib.util.spec_from_file_location(
+        "lab.results", os.path.join(ROOT, "python", "lab", "results.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def build():
@@ -65,10 +77,7 @@ def instructions(probe, workload, function):
 def main():
     if "--help" in sys.argv:
         sys.exit(print(__doc__))
-    sys.path.insert(0, os.path.join(ROOT, "python"))
-    import results  # the shared results folder (python/results.py)
-
-    results.tee("qemu-neon.txt")
+    lab_results().tee("qemu-neon.txt")
     probe = build()
     blocks = LEN * CALLS // 64
     print(f"qemu-aarch64 instruction counts, u32 (NEON, {TARGET} release): per 64-position "

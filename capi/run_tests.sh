@@ -5,7 +5,10 @@
 # against libibverbs; runs the UCX agent (examples/ucx_agent.c) at a small size over TCP
 # and shared memory, and with a decode side that dies. Run from anywhere; `.ci/run`
 # calls it.
+#
+#   bash capi/run_tests.sh          (from anywhere)
 set -euo pipefail
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
 cd "$(dirname "$0")"
 root=..
 target=${CARGO_TARGET_DIR:-$root/target}

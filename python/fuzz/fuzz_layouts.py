@@ -6,26 +6,31 @@ and values (drawn near the dtype's limits, or raw), then calls every public func
 checks the one differential rule of tests/test_layouts.py: the result on that layout is
 the result on a native contiguous copy, and that is the pure-Python reference's.
 
-    python python/fuzz/fuzz_layouts.py -max_total_time=60      # a campaign
-    python python/fuzz/fuzz_layouts.py -atheris_runs=20000     # a fixed number of inputs
+    cd python && python -m fuzz.fuzz_layouts -max_total_time=60    # a campaign
+    cd python && python -m fuzz.fuzz_layouts -atheris_runs=20000   # a fixed number of inputs
+
+Run as a module from python/: python/ is then first on sys.path, and the test kit it
+shares with tests/test_layouts.py is imported as ``tests.reference`` and
+``tests.strategies`` with no path manipulation.
 
 Coverage: atheris instruments the Python it imports (this harness, the layout builder,
 the reference); corun's own branches are the Rust ones, fuzzed by cargo-fuzz (fuzz/).
 """
 
-import os
 import sys
 
-import atheris
+if not __package__:
+    # Run as a file, python/fuzz/ is first on sys.path and the test kit is out of reach.
+    sys.exit("fuzz_layouts runs as a module from python/: cd python && python -m fuzz.fuzz_layouts "
+             + " ".join(sys.argv[1:]))
 
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "tests"))
+import atheris  # noqa: E402
 
 with atheris.instrument_imports():
     import numpy as np
     import corun
-    from reference import reference, reference_descriptors, reference_runs
-    from strategies import INT_DTYPES, LAYOUTS, SWAPPED, alphabet, build, native_copy, outcome
+    from tests.reference import reference, reference_descriptors, reference_runs
+    from tests.strategies import INT_DTYPES, LAYOUTS, SWAPPED, alphabet, build, native_copy, outcome
 
 
 def array(fdp, n, dtype):
