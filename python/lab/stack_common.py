@@ -141,22 +141,29 @@ def _bases(owners: np.ndarray, layer: int, kv: int, tokens: np.ndarray) -> np.nd
     return head | (o << np.uint64(36)) | t
 
 
-def _mix(words: int) -> np.ndarray:
-    return (np.arange(1, words + 1, dtype=np.uint64) * _WORD_MIX)
+def pattern(owners: np.ndarray, layer: int, kv: int, tokens: np.ndarray,
+            trailing: Tuple[int, ...]) -> np.ndarray:
+    """The pattern's words, shaped ``broadcast(owners, tokens).shape + trailing``: the
+    leading axes name tokens, the trailing ones (heads, words) a token's K or V of one
+    layer, numbered in C order so that a word moved within a token is caught too."""
+    bases = _bases(owners, layer, kv, tokens)
+    words = int(np.prod(trailing))
+    mix = (np.arange(1, words + 1, dtype=np.uint64) * _WORD_MIX).reshape(trailing)
+    return np.bitwise_xor(bases.reshape(bases.shape + (1,) * len(trailing)), mix)
 
 
 def fill(out: np.ndarray, owners: np.ndarray, layer: int, kv: int, tokens: np.ndarray) -> None:
-    """Writes the pattern into ``out``, a ``(len(tokens), words)`` uint64 view of the KV
-    cache (one row per token: its K or V of one layer, all heads)."""
-    np.bitwise_xor(_bases(owners, layer, kv, tokens)[:, None], _mix(out.shape[1])[None, :], out=out)
+    """Writes the pattern into ``out``, a uint64 view shaped ``tokens.shape + trailing``
+    (say ``(tokens, words)``: one row per token, its K or V of one layer)."""
+    out[...] = pattern(owners, layer, kv, tokens, out.shape[np.ndim(tokens):])
 
 
 def check(got: np.ndarray, owners: np.ndarray, layer: int, kv: int, tokens: np.ndarray) -> int:
-    """The bytes of ``got`` (as :func:`fill`'s ``out``) that differ from the pattern."""
-    want = np.bitwise_xor(_bases(owners, layer, kv, tokens)[:, None], _mix(got.shape[1])[None, :])
+    """The bytes of ``got`` (shaped as :func:`fill`'s ``out``) that differ from the pattern."""
+    want = pattern(owners, layer, kv, tokens, got.shape[np.ndim(tokens):])
     if np.array_equal(got, want):
         return 0
-    return int(np.count_nonzero(got.view(np.uint8) != want.view(np.uint8)))
+    return int(np.count_nonzero(np.ascontiguousarray(got).view(np.uint8) != want.view(np.uint8)))
 
 
 # --- results and lines ----------------------------------------------------------------------
