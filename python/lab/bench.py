@@ -15,6 +15,12 @@ blocks as page ids).
     python python/bench.py --quick    # smoke run (N = 2,048, few rounds; writes nothing)
     python python/bench.py --corun-only   # corun's calls alone, to compare two builds of
                                           # it (say SSE2 and target-cpu=native) run in turn
+    python python/bench.py --scaling      # placement scaling alone (python-place-scaling.txt)
+    python python/bench.py --scaling --max-pages 65536   # ... to 64K pages
+
+Needs SGLang 0.5.23 (every row but the order-free one) and vLLM 0.33.0 (the order-free
+row: without it that row is skipped, saying so), both ``--no-deps``, as
+``lab.upstream.HINT`` says; ``--corun-only`` and ``--scaling`` need neither.
 
 Each row: one input (int32 page lists), each function timed against the code it
 replaces; the rows against "CPython list floor" time ``group_concurrent_contiguous``
@@ -22,17 +28,21 @@ against CPython making the same lists of lists at C speed from ints and slices m
 beforehand (``list_floor``): what the lists alone cost, whoever groups. Layer buffers:
 64 layers x (K, V) = 128, pages of 16 KiB. The order-free row has inputs of its own
 (``make_orderfree``: a request's blocks in shuffled runs, as MoRIIO is handed them).
+
+Last, the placement scaling section (``lab.place_scaling``): ``corun.place`` from 1K to
+1M pages, short and long runs, windows of n + 64 and 4n + 64 pages, shuffled and sorted,
+beside ``np.sort`` of the window, one line per case with the time per page of both.
 """
 
+import argparse
 import platform
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import corun
-from lab import results, sglang_ref, upstream
+from lab import place_scaling, results, sglang_ref, upstream
+from lab.timing import median_seconds
 
 LAYERS = 2 * 64  # layer buffers: 64 layers x (K, V)
 PAGE = 16384
@@ -103,25 +113,6 @@ def corun_nixl(src, dst):
     return corun.transfer_descriptors(src, dst, SRC_BASES, DST_BASES, ITEM_LENS, form="nixl")
 
 
-def median_seconds(funcs, rounds, min_time):
-    """Median seconds per call of each function, rounds interleaved."""
-    reps = []
-    for f in funcs:
-        t, k = time.perf_counter(), 0
-        while time.perf_counter() - t < min_time:
-            f()
-            k += 1
-        reps.append(max(1, k))
-    samples = [[] for _ in funcs]
-    for _ in range(rounds):
-        for f, r, s in zip(funcs, reps, samples):
-            t = time.perf_counter()
-            for _ in range(r):
-                f()
-            s.append((time.perf_counter() - t) / r)
-    return [statistics.median(s) for s in samples]
-
-
 # (name, corun function, what it replaces, that code's name)
 PAIRS = [
     ("group_concurrent_contiguous", corun.group_concurrent_contiguous,
@@ -181,14 +172,31 @@ def corun_only(rounds, min_time):
                 print(f"corun_only N={n} breaks={breaks:.0%} call={name} us={sec * 1e6:.1f}")
 
 
-def main():
-    if "--help" in sys.argv or "-h" in sys.argv:
-        sys.exit(print(__doc__))
-    if "--corun-only" in sys.argv:
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smoke run: N = 2,048, few rounds, "
+                    "placement scaling to 4,096 pages; writes nothing")
+    ap.add_argument("--corun-only", action="store_true", help="corun's calls alone (no SGLang)")
+    ap.add_argument("--scaling", action="store_true", help="only the placement scaling section "
+                    "(no SGLang or vLLM needed; results/.../python-place-scaling.txt)")
+    ap.add_argument("--max-pages", type=int, default=None, metavar="N",
+                    help="largest request in the scaling section (default 1,048,576; --quick 4,096)")
+    args = ap.parse_args(argv)
+    quick = args.quick
+    max_pages = args.max_pages or (4096 if quick else place_scaling.SIZES[-1])
+    scaling_rounds = (3, 0.005) if quick else (5, 0.05)
+    if args.corun_only:
         return corun_only(11, 0.05)
+    if args.scaling:
+        if not quick:
+            results.tee("python-place-scaling.txt")
+        print(f"corun {corun.__version__}, Python {platform.python_version()}, numpy {np.__version__}, "
+              f"{platform.machine()}")
+        place_scaling.run_section(max_pages, *scaling_rounds)
+        return
     if not sglang_ref.available():
-        sys.exit(f"bench.py measures against SGLang's real code: {upstream.HINT}")
-    quick = "--quick" in sys.argv
+        sys.exit(f"bench.py measures against SGLang's real code: {upstream.HINT} "
+                 "(--scaling and --corun-only need neither SGLang nor vLLM)")
     if not quick:
         results.tee("python-bench.txt")
     try:
@@ -250,6 +258,7 @@ def main():
     print(f"\ntargets (N = {n:,}, int32 pages):")
     for name, got, goal in targets:
         print(f"target {name}: {got:.1f}x (goal {goal}x): {'met' if got >= goal else 'not met'}")
+    place_scaling.run_section(max_pages, *scaling_rounds)
 
 
 if __name__ == "__main__":
