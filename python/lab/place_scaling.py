@@ -69,7 +69,7 @@ def run_section(max_pages, rounds, min_time):
                         f"place_ns_per_page={place_s / n * 1e9:.1f} "
                         f"sort_ns_per_page={sort_s / n * 1e9:.1f} "
                         f"place/sort={place_s / sort_s:.2f}", flush=True)
-    for (run, k, order), rows in got.items():
+    for (run, k, order), rows in got.items() if len(sizes) > 1 else ():
         (n0, p0, s0), (n1, p1, s1) = rows[0], rows[-1]
         print(f"place-scaling-growth run={run} window={WLABEL[k]} order={order} n={n0}..{n1} "
             f"place_per_page_x={(p1 / n1) / (p0 / n0):.2f} sort_per_page_x={(s1 / n1) / (s0 / n0):.2f}")
