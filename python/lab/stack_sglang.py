@@ -496,11 +496,12 @@ def _line(plugin: str, r: sc.WayResult) -> str:
     return line.replace(f" mode={MODE} ", " ", 1)
 
 
-def main(args: Optional[argparse.Namespace] = None) -> int:
+def main(args=None) -> int:
     """Runs both ways, prints one line each; returns 0 when every target is met (1 when a
-    line has bytes_bad, errors or bytes_checked off the requests' KV size)."""
-    if args is None:
-        args = sc.parse(sc.parser(__doc__.splitlines()[0]))
+    line has bytes_bad, errors or bytes_checked off the requests' KV size). ``args``: the
+    command line's arguments (a list, or None for ``sys.argv``) or parsed options."""
+    if not isinstance(args, argparse.Namespace):
+        args = sc.parse(sc.parser(__doc__.splitlines()[0]), args)
     sc.tee_results("stack-e2e-sglang.txt", args)
     got = sc.alternate(lambda mode, plugin: run_way(args, plugin), [MODE])
     ok = True
