@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from lab import replay, upstream
+from lab import replay, upstream, workloads
 
 LINE = re.compile(
     r"^replay allocator=(vllm|sglang) workload=(\S+) requests=(\d+) pages=(\d+) asc=(\d+) "
@@ -25,6 +25,27 @@ def vllm_installed():
         if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
             raise
         return False
+
+
+def test_workloads_by_name_and_the_grid():
+    # The grid replay.py has always run (names, parameters), and any name of the form.
+    grid = [f"p{pt}-occ{occ}-g0" for pt in (1, 16, 128) for occ in (50, 80, 95)]
+    assert workloads.names() == grid + ["p16-occ80-g5", "p16-occ80-g30"]
+    assert [w.name for w in workloads.workloads(True)] == ["p16-occ80-g0", "p16-occ80-g30"]
+    assert workloads.by_name("p128-occ95-g0") == workloads.Workload("p128-occ95-g0", 128, 0.95, 0.0, 0.3)
+    assert workloads.by_name("p16-occ80-g30") == workloads.Workload("p16-occ80-g30", 16, 0.8, 0.3, 0.3)
+    assert workloads.by_name("p4-occ60-g10").page_tokens == 4  # not in the grid: parsed
+    for bad in ["p16-occ80", "p0-occ80-g0", "p16-occ100-g0", "trace-p1", "", None]:
+        with pytest.raises(ValueError, match="p<tokens>-occ<percent>-g<percent>"):
+            workloads.by_name(bad)
+
+
+def test_upstream_missing_ends_with_the_one_hint():
+    with pytest.raises(upstream.Missing) as e:
+        upstream.path("corun_no_such_distribution", "x.py")
+    assert str(e.value).endswith(upstream.HINT)
+    with pytest.raises(upstream.Missing, match="is it the tested version"):
+        upstream.path("numpy", "no/such/file.py")
 
 
 def test_ways_on_hand_made_lists():
