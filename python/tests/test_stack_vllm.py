@@ -1,0 +1,88 @@
+"""``python/stack_e2e.py --stack vllm --quick``: real bytes through vLLM 0.33.0's own NIXL
+connector in two processes, plugin off and on, and the contract of each ``stack-e2e`` line.
+
+Needs vLLM's full install (torch) and NIXL (``nixl-cu12``): without them the test is
+skipped saying which is missing, unless ``CORUN_REQUIRE_VLLM_STACK=1``, where it fails.
+The quick run takes two to three minutes (four engine processes start).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab import stack_common as sc
+
+PYTHON = Path(__file__).resolve().parents[1]
+REQUIRE = os.environ.get("CORUN_REQUIRE_VLLM_STACK") == "1"
+BLOCK_BYTES = 32 * 2 * 16 * 8 * 128 * 2  # a block of every layer's K and V (lab.stack_vllm)
+
+
+def missing():
+    """What the run needs and this Python lacks, or None."""
+    for mod in ("torch", "vllm", "nixl_cu12"):
+        if importlib.util.find_spec(mod) is None:
+            return mod
+    return None
+
+
+@pytest.fixture(scope="module")
+def quick_lines():
+    absent = missing()
+    if absent is not None:
+        if REQUIRE:
+            pytest.fail(f"CORUN_REQUIRE_VLLM_STACK=1 but {absent} is not importable")
+        pytest.skip(f"{absent} is not installed (the whole vLLM stack and nixl-cu12 are needed)")
+    proc = subprocess.run([sys.executable, str(PYTHON / "stack_e2e.py"), "--stack", "vllm", "--quick"],
+                          cwd=PYTHON, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("stack-e2e ")]
+    return lines
+
+
+def expected_bytes(args):
+    """The quick run's whole KV size, from the same request stream."""
+    from lab import stack_vllm
+
+    blocks = min(stack_vllm.pools(True))
+    a = sc.parse(sc.parser("t"), args)
+    stream = sc.request_stream(a.workload_spec, a.requests, a.seed, 16, blocks)
+    return sum(r.blocks for r in stream) * BLOCK_BYTES
+
+
+def test_quick_run_lines_keep_the_contract(quick_lines):
+    assert len(quick_lines) == 2, quick_lines
+    got = {}
+    for line in quick_lines:
+        f = sc.parse_line(line)
+        # The fixed fields, in order, before any extra one.
+        assert list(f)[:len(sc.LINE_FIELDS)] == list(sc.LINE_FIELDS), line
+        assert (f["stack"], f["connector"], f["mode"]) == ("vllm", "nixl", "pull")
+        assert f["bytes_bad"] == "0" and f["errors"] == "0", line
+        assert int(f["bytes_checked"]) == int(f["bytes_expected"]) == expected_bytes(["--quick"]), line
+        assert int(f["requests"]) == sc.QUICK_REQUESTS
+        assert float(f["xfer_ms_p50"]) > 0 and float(f["xfer_ms_p99"]) >= float(f["xfer_ms_p50"])
+        got[f["plugin"]] = f
+    off, on = got["off"], got["on"]
+    assert off["placed"] == off["fallback"] == "0"
+    assert int(on["placed"]) > 0
+    assert int(on["descriptors"]) <= int(off["descriptors"])
+    # NIXL's own merge posts fewer descriptors once corun placed and ordered the blocks.
+    assert int(on["nixl_posted"]) * 1.5 <= int(off["nixl_posted"]), (on, off)
+
+
+def test_the_line_formatter_and_reader_agree():
+    r = sc.WayResult(requests=2, bytes_checked=10, bytes_expected=10, descriptors=4,
+                     xfer_ms=[1.0, 3.0], placed=1)
+    r.extra["nixl_posted"] = 2
+    line = sc.stack_line("vllm", "nixl", "pull", "on", r)
+    f = sc.parse_line(line)
+    assert list(f)[:len(sc.LINE_FIELDS)] == list(sc.LINE_FIELDS)
+    assert f["xfer_ms_p50"] == "2.000" and f["nixl_posted"] == "2" and f["placed"] == "1"
+    with pytest.raises(ValueError):
+        sc.parse_line("e2e engine=nixl")
