@@ -1,5 +1,5 @@
-//! Python objects in: index arrays of every layout numpy hands out, per-layer values and
-//! integer parameters, each checked, each error naming its parameter.
+//! Python objects in: index arrays of every layout numpy hands out, per-layer values,
+//! integer parameters and `direction=`, each checked, each error naming its parameter.
 //!
 //! An index array is read in place only when numpy's own array already is what a Rust
 //! slice needs: one of the kernel's four dtypes, native byte order, aligned, contiguous.
@@ -10,6 +10,8 @@
 //! only for an aligned, contiguous array.
 
 use std::borrow::Cow;
+
+use ::corun::Direction;
 
 use numpy::{
     Element, PyArray1, PyArrayDescr, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray1,
@@ -467,3 +469,52 @@ macro_rules! with_slices {
     }};
 }
 pub(crate) use with_slices;
+
+/// A `direction=` argument: the str `"ascending"` (SGLang's runs) or `"either"` (runs
+/// may also descend on both sides, as vLLM's recycled blocks do). Anything else is an
+/// error that names the parameter (pyo3's own extraction error does not): `ValueError`
+/// for another str, `TypeError` for another type (`None`, `1`, `b"either"`).
+pub struct DirectionArg(pub Direction);
+
+/// The default of `runs` and `transfer_descriptors`.
+pub const ASCENDING: DirectionArg = DirectionArg(Direction::Ascending);
+/// The default of `place`.
+pub const EITHER: DirectionArg = DirectionArg(Direction::Either);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for DirectionArg {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let Ok(d) = obj.extract::<String>() else {
+            let what = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+            return Err(PyTypeError::new_err(format!(
+                "direction must be the str \"ascending\" or \"either\", got {what} ({})",
+                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            )));
+        };
+        match d.as_str() {
+            "ascending" => Ok(ASCENDING),
+            "either" => Ok(EITHER),
+            _ => Err(PyValueError::new_err(format!(
+                "direction must be \"ascending\" or \"either\", got {d:?}"
+            ))),
+        }
+    }
+}
+
+/// An optional positive cap (`max_len`, `max_bytes`): absent or `None`, else an int in
+/// `1..=hi` (`range`: how the message writes that range) made a `T` by `make`.
+pub fn cap<T>(
+    obj: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    hi: i128,
+    range: &str,
+    make: impl Fn(i128) -> Option<T>,
+) -> PyResult<Option<T>> {
+    let Some(m) = obj.filter(|m| !m.is_none()) else { return Ok(None) };
+    let m = int_param(m, name, 1, hi, range)?;
+    match make(m) {
+        Some(v) => Ok(Some(v)),
+        None => Err(PyValueError::new_err(format!("{name} must be in {range}"))),
+    }
+}

@@ -1,12 +1,15 @@
-//! Python objects out: lists of groups, numpy arrays of starts and descriptors, the
-//! lists Mooncake takes and the rows NIXL takes. Every output is allocated fallibly
-//! (numpy's `empty`, CPython's `PyList_New`): too large is a `MemoryError` naming it.
+//! Python objects out: lists of groups, numpy arrays of starts and pages, placement's
+//! stats, and the three forms of descriptors (arrays, the lists Mooncake takes, the rows
+//! NIXL takes). Only conversion: the results are computed by `compute`, and written here
+//! into what Python gets. Every output is allocated fallibly (numpy's `empty`, CPython's
+//! `PyList_New`): too large is a `MemoryError` naming it.
 
-use ::corun::Span;
-use ::corun::desc::{self, Cursor, Descriptor, Layout, Plan};
+use ::corun::desc::Descriptor;
+use ::corun::{Placement, Span};
 use numpy::{Element, PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::PySystemError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::errors;
 use crate::input::{Indices, each_type, elems};
@@ -28,8 +31,8 @@ fn empty<'py, T: Element>(
     })
 }
 
-/// A new 1-D array of `n` elements of `T`.
-fn array1<'py, T: Element>(
+/// A new 1-D array of `n` elements of `T` (uninitialised: the caller fills it whole).
+pub fn array1<'py, T: Element>(
     py: Python<'py>,
     n: usize,
     what: &str,
@@ -38,7 +41,7 @@ fn array1<'py, T: Element>(
 }
 
 /// A new `n x 3` array of `u64`.
-fn rows3<'py>(py: Python<'py>, n: usize, what: &str) -> PyResult<Bound<'py, PyArray2<u64>>> {
+pub fn rows3<'py>(py: Python<'py>, n: usize, what: &str) -> PyResult<Bound<'py, PyArray2<u64>>> {
     Ok(empty::<u64>(py, &[n, 3], what)?.cast_into::<PyArray2<u64>>()?)
 }
 
@@ -102,59 +105,15 @@ pub fn starts<'py>(
     }
 }
 
-/// `src`/`dst` sorted by destination, as two new arrays (see `sort_by_destination`).
-pub fn sorted<'py, T: Element + ::corun::Index>(
-    py: Python<'py>,
-    src: &[T],
-    dst: &[T],
-) -> PyResult<[Bound<'py, PyAny>; 2]> {
-    let (s, d) = (
-        array1::<T>(py, src.len(), "the sorted src")?,
-        array1::<T>(py, dst.len(), "the sorted dst")?,
-    );
-    {
-        let (mut sw, mut dw) = (s.readwrite(), d.readwrite());
-        ::corun::sort_by_destination(src, dst, sw.as_slice_mut()?, dw.as_slice_mut()?).map_err(|e| match e {
-            ::corun::Error::DuplicateDestination { first, second } => {
-                pyo3::exceptions::PyValueError::new_err(format!(
-                    "dst[{first}] and dst[{second}] are the same page: order-free grouping needs distinct destinations"
-                ))
-            }
-            e => errors::core(e),
-        })?;
-    }
-    Ok([s.into_any(), d.into_any()])
-}
-
-/// The second side's pages for `first` out of `free` (see `place`): the chosen pages and
-/// the rest as two new arrays, and what placement did as a dict.
-pub fn placed<'py, T: Element + ::corun::Index>(
-    py: Python<'py>,
-    first: &[T],
-    free: &[T],
-    direction: ::corun::Direction,
-) -> PyResult<[Bound<'py, PyAny>; 3]> {
-    let n = first.len();
-    let Some(left) = free.len().checked_sub(n) else {
-        return Err(errors::core(::corun::Error::NotEnoughFree { pages: n, free: free.len() }));
-    };
-    let (chosen, rest) =
-        (array1::<T>(py, n, "the chosen pages")?, array1::<T>(py, left, "the pages left free")?);
-    let mut scratch =
-        errors::try_vec::<usize>(::corun::place_scratch_len(n, free.len()), "placement's scratch")?;
-    scratch.resize(::corun::place_scratch_len(n, free.len()), 0);
-    let p = {
-        let (mut cw, mut rw) = (chosen.readwrite(), rest.readwrite());
-        ::corun::place(first, free, direction, cw.as_slice_mut()?, rw.as_slice_mut()?, &mut scratch)
-            .map_err(errors::core)?
-    };
-    let stats = pyo3::types::PyDict::new(py);
+/// What placement did, as the dict `place` returns.
+pub fn stats<'py>(py: Python<'py>, p: &Placement) -> PyResult<Bound<'py, PyAny>> {
+    let stats = PyDict::new(py);
     stats.set_item("bound", p.bound)?;
     stats.set_item("placed", p.placed)?;
     stats.set_item("own", p.own)?;
     stats.set_item("split", p.split)?;
     stats.set_item("fallback", p.fallback)?;
-    Ok([chosen.into_any(), rest.into_any(), stats.into_any()])
+    Ok(stats.into_any())
 }
 
 /// The length of every span, as an int64 array.
@@ -179,99 +138,72 @@ pub enum Form {
     Nixl(u64, u64),
 }
 
-/// Descriptors written per step into a scratch buffer, for the forms that are not
-/// columns: small enough for L1, large enough that a step's overhead does not show.
-const CHUNK: usize = 256;
+/// The error for a descriptor count that the writing did not reach: never raised unless
+/// corun's count and writers disagree.
+pub fn check_written(written: usize, n: usize) -> PyResult<()> {
+    if written == n {
+        return Ok(());
+    }
+    Err(PySystemError::new_err(format!("corun: {written} descriptors written, {n} counted")))
+}
 
-/// Every one of the `n` descriptors of `plan` for `layout`, in `form`, written straight
-/// into the outputs: nothing of the output's size is allocated in between. `fail` turns a
-/// descriptor error into the caller's exception.
-pub fn descriptors<'py, T: ::corun::Index>(
-    py: Python<'py>,
-    plan: &Plan<'_, T>,
-    layout: &Layout<'_>,
-    n: usize,
-    form: Form,
-    fail: &dyn Fn(desc::Error) -> PyErr,
-) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    // Descriptors in chunks, each handed to `sink`, until all are written.
-    let chunks = |sink: &mut dyn FnMut(&[Descriptor]) -> PyResult<()>| -> PyResult<usize> {
-        let mut buf = [Descriptor::default(); CHUNK];
-        let (mut cursor, mut total) = (Cursor::default(), 0);
-        loop {
-            let w = plan.descriptors_into(layout, cursor, &mut buf).map_err(fail)?;
-            sink(buf.get(..w.descriptors).unwrap_or_default())?;
-            total += w.descriptors;
-            match w.next {
-                Some(next) => cursor = next,
-                None => return Ok(total),
-            }
+/// The three lists of the lists form (`src_addrs`, `dst_addrs`, `lengths`), filled a
+/// chunk of descriptors at a time.
+pub struct DescriptorLists<'py> {
+    lists: [ints::ListBuilder<'py>; 3],
+    /// Lengths take few values: shared through a memo. Addresses are all distinct.
+    memo: ints::Memo,
+}
+
+impl<'py> DescriptorLists<'py> {
+    /// Three lists of room for `n` items each.
+    pub fn new(py: Python<'py>, n: usize) -> PyResult<Self> {
+        let lists = [list(py, n, "src_addrs")?, list(py, n, "dst_addrs")?, list(py, n, "lengths")?];
+        Ok(Self { lists, memo: ints::Memo::new() })
+    }
+
+    /// The next descriptors, in order.
+    pub fn push(&mut self, ds: &[Descriptor]) -> PyResult<()> {
+        let [sa, da, ln] = &mut self.lists;
+        for d in ds {
+            sa.push_int(d.src_addr)?;
+            da.push_int(d.dst_addr)?;
+            ln.push_memo(&mut self.memo, d.len)?;
         }
-    };
-    let check = |written: usize| {
-        if written == n {
-            Ok(())
-        } else {
-            Err(PySystemError::new_err(format!(
-                "corun: {written} descriptors written, {n} counted"
-            )))
+        Ok(())
+    }
+
+    /// The lists, once every item is in.
+    pub fn finish(self) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let [sa, da, ln] = self.lists;
+        Ok(vec![sa.finish()?, da.finish()?, ln.finish()?])
+    }
+}
+
+/// Writes descriptors as NIXL's `[addr, len, dev_id]` rows into the slices of the two
+/// `n x 3` arrays (local: the source side, remote: the destination side), in order.
+pub struct NixlRows<'a> {
+    local: core::slice::ChunksExactMut<'a, u64>,
+    remote: core::slice::ChunksExactMut<'a, u64>,
+    devs: (u64, u64),
+}
+
+impl<'a> NixlRows<'a> {
+    /// Rows into `local` and `remote`, with `src_dev` and `dst_dev` in the third column.
+    pub fn new(local: &'a mut [u64], remote: &'a mut [u64], src_dev: u64, dst_dev: u64) -> Self {
+        Self {
+            local: local.chunks_exact_mut(3),
+            remote: remote.chunks_exact_mut(3),
+            devs: (src_dev, dst_dev),
         }
-    };
-    match form {
-        Form::Arrays => {
-            let names = ["src_addrs", "dst_addrs", "lengths"];
-            let cols = [
-                array1::<u64>(py, n, names[0])?,
-                array1::<u64>(py, n, names[1])?,
-                array1::<u64>(py, n, names[2])?,
-            ];
-            {
-                let [mut sa, mut da, mut ln] = [0, 1, 2].map(|k| cols[k].readwrite());
-                let w = plan
-                    .descriptors_into_columns(
-                        layout,
-                        Cursor::default(),
-                        sa.as_slice_mut()?,
-                        da.as_slice_mut()?,
-                        ln.as_slice_mut()?,
-                    )
-                    .map_err(fail)?;
-                check(w.descriptors)?;
-            }
-            Ok(cols.into_iter().map(Bound::into_any).collect())
-        }
-        Form::Lists => {
-            let (mut sa, mut da, mut ln) =
-                (list(py, n, "src_addrs")?, list(py, n, "dst_addrs")?, list(py, n, "lengths")?);
-            // Lengths take few values: shared through a memo. Addresses are all distinct.
-            let mut memo = ints::Memo::new();
-            chunks(&mut |ds| {
-                for d in ds {
-                    sa.push_int(d.src_addr)?;
-                    da.push_int(d.dst_addr)?;
-                    ln.push_memo(&mut memo, d.len)?;
-                }
-                Ok(())
-            })?;
-            Ok(vec![sa.finish()?, da.finish()?, ln.finish()?])
-        }
-        Form::Nixl(src_dev, dst_dev) => {
-            let rows =
-                [rows3(py, n, "the local NIXL rows")?, rows3(py, n, "the remote NIXL rows")?];
-            {
-                let [mut local, mut remote] = [0, 1].map(|k| rows[k].readwrite());
-                let (local, remote) = (local.as_slice_mut()?, remote.as_slice_mut()?);
-                let (mut l, mut r) = (local.chunks_exact_mut(3), remote.chunks_exact_mut(3));
-                let written = chunks(&mut |ds| {
-                    for (d, (lrow, rrow)) in ds.iter().zip(l.by_ref().zip(r.by_ref())) {
-                        lrow.copy_from_slice(&[d.src_addr, d.len, src_dev]);
-                        rrow.copy_from_slice(&[d.dst_addr, d.len, dst_dev]);
-                    }
-                    Ok(())
-                })?;
-                check(written)?;
-            }
-            Ok(rows.into_iter().map(Bound::into_any).collect())
+    }
+
+    /// The next descriptors' rows (those past the arrays' end are dropped: the count
+    /// check that follows reports them).
+    pub fn write(&mut self, ds: &[Descriptor]) {
+        for (d, (l, r)) in ds.iter().zip(self.local.by_ref().zip(self.remote.by_ref())) {
+            l.copy_from_slice(&[d.src_addr, d.len, self.devs.0]);
+            r.copy_from_slice(&[d.dst_addr, d.len, self.devs.1]);
         }
     }
 }

@@ -9,7 +9,8 @@
 //!
 //! MoRIIO's blocks are the KV cache's pages: one size, offsets multiples of it. Then the
 //! offsets are page ids and the rule is corun's: `sort_by_destination` (which sorts runs,
-//! not pages) by the local side and the concurrent runs. Any other input (several sizes,
+//! not pages) by the local side and the concurrent runs, both through `compute` (with
+//! the GIL released, by its rule, for large transfers). Any other input (several sizes,
 //! an offset off the grid, a local offset twice) takes a stable sort and the rule as
 //! written, in exact arithmetic: where numpy's int64 would wrap, this is an
 //! `OverflowError`.
@@ -22,7 +23,9 @@ use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList, PyTuple};
 
-use crate::errors;
+use ::corun::Direction;
+
+use crate::{compute, errors};
 
 /// vLLM MoRIIO's ``merge_contiguous_blocks`` (without ``self``): the blocks sorted by
 /// local offset (unless ``assume_sorted``, or already sorted), neighbours merged where
@@ -52,7 +55,7 @@ pub fn merge_contiguous_blocks<'py>(
         )));
     }
     let sorted = assume_sorted || local.windows(2).all(|w| w.first() <= w.last());
-    let [l, r, s] = match pages(&local, &remote, &size, sorted)? {
+    let [l, r, s] = match pages(py, &local, &remote, &size, sorted)? {
         Some(merged) => merged,
         None => by_rule(&local, &remote, &size, sorted)?,
     };
@@ -108,7 +111,13 @@ fn read(list: &Bound<'_, PyList>, name: &str) -> PyResult<Vec<i64>> {
 /// The merge through corun's order-free grouping, when the blocks are pages: one positive
 /// size, every offset a multiple of it, local offsets distinct (or sorted). `None`
 /// otherwise.
-fn pages(local: &[i64], remote: &[i64], size: &[i64], sorted: bool) -> PyResult<Option<Merged>> {
+fn pages(
+    py: Python<'_>,
+    local: &[i64],
+    remote: &[i64],
+    size: &[i64],
+    sorted: bool,
+) -> PyResult<Option<Merged>> {
     let Some(&page) = size.first().filter(|&&p| p > 0 && size.iter().all(|&s| s == p)) else {
         return Ok(None);
     };
@@ -137,24 +146,23 @@ fn pages(local: &[i64], remote: &[i64], size: &[i64], sorted: bool) -> PyResult<
         };
         let (mut ls, mut rs) = (zeros()?, zeros()?);
         // A repeated local offset is an error here: the stable sort of `by_rule` then.
-        if ::corun::sort_by_destination(&r, &l, &mut rs, &mut ls).is_err() {
+        if compute::sort_by_destination(py, &r, &l, &mut rs, &mut ls).is_err() {
             return Ok(None);
         }
         (l, r) = (ls, rs);
     }
-    // The runs counted (one SIMD pass), then read as they are found: no list of them.
-    let k = ::corun::count_runs(&l, &r).map_err(errors::core)?;
-    let runs = ::corun::runs(&l, &r).map_err(errors::core)?;
+    let spans = compute::spans(py, &compute::grouper(Direction::Ascending, None), &l, &r)
+        .map_err(errors::core)?;
     let mut out: Merged = [
-        errors::try_vec(k, "the merged blocks")?,
-        errors::try_vec(k, "the merged blocks")?,
-        errors::try_vec(k, "the merged blocks")?,
+        errors::try_vec(spans.len(), "the merged blocks")?,
+        errors::try_vec(spans.len(), "the merged blocks")?,
+        errors::try_vec(spans.len(), "the merged blocks")?,
     ];
     let [ol, or, os] = &mut out;
     // In bytes again: ids times the page are the given offsets; a merged size may not
     // fit (numpy's int64 would wrap there).
     let bytes = |v: i64| v.checked_mul(page).ok_or_else(overflow);
-    for span in runs {
+    for span in spans {
         let (Some(&lid), Some(&rid)) = (l.get(span.start), r.get(span.start)) else { continue };
         ol.push(bytes(lid)?);
         or.push(bytes(rid)?);
