@@ -11,7 +11,6 @@ vllm==0.33.0``), unless ``CORUN_REQUIRE_ENGINES=1`` (as in CI), which makes it a
 
 import itertools
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -20,18 +19,16 @@ from hypothesis import given, settings, strategies as st
 import corun
 from reference import reference_merge_blocks as reference
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import bench  # noqa: E402
+from lab import bench, upstream
 
 try:
-    bench.moriio_merge([], [], [])  # loads vLLM's function
-    vllm_merge = bench.moriio_merge
-except ImportError:
+    vllm_merge = upstream.vllm_moriio_merge()
+except upstream.Missing:
     if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
         raise
     vllm_merge = None
 
-needs_vllm = pytest.mark.skipif(vllm_merge is None, reason=bench.VLLM_INSTALL)
+needs_vllm = pytest.mark.skipif(vllm_merge is None, reason=upstream.HINT)
 merge = corun.merge_contiguous_blocks
 I64 = (-(2**63), 2**63 - 1)
 

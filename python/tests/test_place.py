@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 import corun
 from corun import adapters
+from lab import replay, upstream
 from reference import reference_place, spans
 from strategies import INT_DTYPES, LAYOUTS, SWAPPED, build, values
 
@@ -131,23 +132,10 @@ def test_a_page_twice_is_never_handed_out_twice():
 # --- the adapters ----------------------------------------------------------------------
 
 
-def replay_module():
-    import importlib.util
-    import sys
-
-    path = os.path.join(os.path.dirname(__file__), "..", "replay.py")
-    spec = importlib.util.spec_from_file_location("corun_replay", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["corun_replay"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def vllm_pool(blocks, caching):
-    replay = replay_module()
     try:
-        classes = replay.vllm_classes()
-    except ImportError:
+        classes = upstream.vllm_queue_classes()
+    except upstream.Missing:
         if REQUIRE:
             raise
         pytest.skip("vLLM 0.33 is not installed")
@@ -316,7 +304,6 @@ def test_vllm_adapter_leaves_the_queue_alone_on_fallback():
 
 
 def test_sglang_adapter_reorders_the_front_of_free_pages():
-    replay = replay_module()
     alloc = replay.SglangPool(40)
     a = alloc.alloc(30)  # pages 1..30; 31..40 stay free
     alloc.free_page_ids(a[2:6])  # 3..6, staged

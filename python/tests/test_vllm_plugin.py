@@ -136,8 +136,7 @@ def vllm_parts():
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if "HF_HOME" not in os.environ:  # the model configs vLLM's test helpers name
-        sys.path.insert(0, str(ROOT / "python"))
-        import vllm_suite
+        from lab import vllm_suite
 
         home = ROOT / "target" / "vllm-hf"
         vllm_suite.write_hf_cache(home)
@@ -369,8 +368,7 @@ def test_mooncake_grouping_is_corun_and_equals_vllms(monkeypatch):
 
 def test_moriio_merge_is_corun_and_equals_vllms(monkeypatch):
     vllm_parts()
-    sys.path.insert(0, str(ROOT / "python"))
-    import bench
+    from lab import bench
 
     try:
         from vllm.distributed.kv_transfer.kv_connector.v1.moriio import moriio_connector as mo
