@@ -1,31 +1,39 @@
 """corun.sglang_plugin inside SGLang 0.5.23's own modules (the installed wheel's, imported
-as SGLang imports them): the drop-in rebound in every backend that imported the helper,
-placement through the real ``alloc_paged_token_slots_extend`` ->
-``PagedTokenToKVPoolAllocator.alloc_extend``, and SGLang's own way whenever corun's part
-fails.
+as SGLang imports them): loaded by SGLang's own ``load_plugins()`` in a fresh process, as
+the scheduler calls it (on with ``CORUN_SGLANG=all``; nothing patched when it is unset or
+``SGLANG_PLUGINS`` names another plugin); the drop-in in every module that imported the
+helper; placement through the real ``alloc_paged_token_slots_extend`` ->
+``PagedTokenToKVPoolAllocator.alloc_extend``, never worse for any request of a batch
+(the issue's repro, property tests, and ``CORUN_SGLANG_BATCHES=100000`` for a long
+seeded run); SGLang's own way whenever corun's part fails.
 
 SGLang's modules need its runtime stack to import (torch, transformers and some 20 more
-packages; see python/README.md): without it those tests skip, naming what is missing.
-The switch, the feature names and the version check are tested without it.
+packages; see python/README.md): without it those tests skip, naming what is missing
+(``CORUN_REQUIRE_SGLANG_STACK=1`` makes that a failure). The switch, the feature names
+and the version check are tested without it.
 """
 
+import copy
 import importlib
 import importlib.util
+import json
 import logging
 import os
+import subprocess
 import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import corun
 from corun import sglang_plugin as plugin
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import sglang_ref  # noqa: E402
+from lab import sglang_ref, upstream
 
 BACKENDS = [m for m in plugin.GROUP_MODULES if m != "sglang.srt.disaggregation.common.utils"]
+# Batches the long seeded run takes (CORUN_SGLANG_BATCHES=100000 for the issue's count).
+BATCHES = int(os.environ.get("CORUN_SGLANG_BATCHES", "0"))
 
 
 @pytest.fixture(autouse=True)
@@ -43,8 +51,8 @@ def stack():
     once: a failed import leaves sglang's package half imported)."""
     if not sglang_ref.available():
         if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
-            pytest.fail(f"CORUN_REQUIRE_ENGINES=1 but SGLang is missing: {sglang_ref.INSTALL}")
-        pytest.skip(f"SGLang not installed ({sglang_ref.INSTALL})")
+            pytest.fail(f"CORUN_REQUIRE_ENGINES=1 but SGLang is missing: {upstream.HINT}")
+        pytest.skip(f"SGLang not installed ({upstream.HINT})")
     if not _stack and importlib.util.find_spec("torch") is None:
         _stack["missing"] = "SGLang's modules need torch (and its runtime stack): not installed"
     if not _stack:
@@ -67,35 +75,114 @@ def stack():
 # --- the switch, without SGLang's stack ---------------------------------------------
 
 
-def test_features_by_name_env_and_errors(monkeypatch):
-    assert plugin._parse("all") == {"group", "place"}
-    assert plugin._parse("group, place") == {"group", "place"}
-    assert plugin._parse(["place"]) == {"place"}
-    assert plugin._parse("ALL") == {"group", "place"}
-    with pytest.raises(ValueError, match="features: unknown feature 'grup'"):
-        plugin.enable(features="grup")
-    with pytest.raises(TypeError, match="features must be a string or a list of strings, got NoneType"):
-        plugin.enable(features=None)
-    calls = []
-    monkeypatch.setattr(plugin, "enable", lambda features: calls.append(features) or frozenset())
-    plugin.enable_from_env({})
-    plugin.enable_from_env({"CORUN_SGLANG": " "})
-    plugin.enable_from_env({"CORUN_SGLANG": "group,place"})
-    assert calls == ["group,place"]
+def test_features_by_name_and_env_an_unknown_one_warned_not_raised(caplog):
+    parse = plugin._LIFE.parse
+    assert parse("all") == {"group", "place"}
+    assert parse("group, place") == {"group", "place"}
+    assert parse(["place"]) == {"place"}
+    assert parse("ALL") == {"group", "place"}
+    assert parse(None, {}) == parse(None, {"CORUN_SGLANG": " "}) == parse("off") == frozenset()
+    assert parse(None, {"CORUN_SGLANG": "group,place"}) == {"group", "place"}
+    with caplog.at_level(logging.WARNING, logger="corun"):
+        assert parse("grup,place") == {"place"}  # start-up goes on with the rest
+    assert "CORUN_SGLANG names unknown features grup (known: group, place, or all); ignored" in caplog.text
+    # Off: nothing registered, nothing imported.
+    assert plugin.enable_from_env({}) == frozenset()
+
+
+def test_every_counter_is_there_from_the_start():
+    keys = {"group_calls", "placed", "fallback", "errors", "group_errors", "place_errors",
+            "unsupported_version"}
+    assert set(plugin.counters()) == keys
 
 
 def test_another_sglang_version_patches_nothing_and_says_so_once(monkeypatch, caplog):
-    monkeypatch.setattr(plugin, "_sglang_version", lambda: "0.5.22")
+    monkeypatch.setattr(plugin._LIFE, "_version", lambda: "0.5.22")
     patched = []
-    monkeypatch.setattr(plugin, "_enable_group", lambda: patched.append("group") or True)
-    monkeypatch.setattr(plugin, "_enable_place", lambda: patched.append("place") or True)
+    monkeypatch.setattr(plugin, "_register_group", lambda hooks: patched.append("group") or True)
+    monkeypatch.setattr(plugin, "_register_place", lambda hooks: patched.append("place") or True)
     monkeypatch.setattr(plugin._counters, "_logged", set())
     with caplog.at_level(logging.WARNING, logger="corun"):
         assert plugin.enable("all") == frozenset()
         assert plugin.enable("all") == frozenset()
     assert patched == [] and plugin.counters()["unsupported_version"] == 1
     assert [r.getMessage() for r in caplog.records].count(
-        "corun: SGLang 0.5.22 is not one corun was tested with (0.5.23): nothing patched") == 1
+        "corun: SGLang 0.5.22 is not a version the SGLang plugin was tested with (0.5.23): "
+        "nothing patched") == 1
+
+
+def test_the_entry_point_is_declared():
+    # What SGLang's load_plugins() reads: the installed distribution's entry points.
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group="sglang.srt.plugins", name="corun"))
+    assert [ep.value for ep in found] == ["corun.sglang_plugin:enable"]
+
+
+# --- loaded by SGLang's own load_plugins(), in a fresh process -------------------------
+
+PROBE = r"""
+import importlib, json, sys
+import numpy as np
+# The scheduler's process has imported SGLang's backends by the time it loads plugins;
+# the NIXL backend is imported after, as one imported lazily would be.
+for name in ("sglang.srt.disaggregation.mooncake.conn", "sglang.srt.disaggregation.ascend.conn"):
+    importlib.import_module(name)
+from sglang.srt.disaggregation.common import utils
+from sglang.srt.mem_cache import allocation
+from sglang.srt.mem_cache.allocator import paged
+# In a dict: SGLang's HookRegistry rebinds every module global holding a patched function.
+own = {"group": utils.group_concurrent_contiguous, "slots": allocation.alloc_paged_token_slots_extend,
+       "extend": paged.PagedTokenToKVPoolAllocator.alloc_extend}
+from sglang.srt.plugins import load_plugins
+load_plugins()
+importlib.import_module("sglang.srt.disaggregation.nixl.conn")
+from corun import sglang_plugin
+holders = {name: mod.group_concurrent_contiguous for name, mod in list(sys.modules.items())
+           if name.startswith("sglang") and getattr(mod, "group_concurrent_contiguous", None) is not None}
+calls = []
+for name, f in holders.items():
+    before = sglang_plugin.counters()["group_calls"]
+    src, dst = np.array([1, 2, 5], np.int32), np.array([7, 8, 9], np.int32)
+    assert f(src, dst) == own["group"](src, dst)
+    calls.append(sglang_plugin.counters()["group_calls"] - before)
+print(json.dumps({
+    "holders": sorted(holders), "corun_calls": calls,
+    "all_same": all(f is utils.group_concurrent_contiguous for f in holders.values()),
+    "group_patched": utils.group_concurrent_contiguous is not own["group"],
+    "slots_patched": allocation.alloc_paged_token_slots_extend is not own["slots"],
+    "extend_patched": paged.PagedTokenToKVPoolAllocator.alloc_extend is not own["extend"],
+    "enabled": sorted(sglang_plugin.enabled()),
+}))
+"""
+
+
+def load_in_fresh_process(env):
+    stack()
+    full = {k: v for k, v in os.environ.items() if k not in ("CORUN_SGLANG", "SGLANG_PLUGINS")}
+    full.update(env)
+    out = subprocess.run([sys.executable, "-c", PROBE], env=full, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def test_load_plugins_with_corun_sglang_all_makes_every_helper_coruns():
+    got, err = load_in_fresh_process({"CORUN_SGLANG": "all"})
+    assert got["enabled"] == ["group", "place"]
+    names = set(got["holders"])
+    assert set(BACKENDS) - {"sglang.srt.disaggregation.mori.conn"} <= names, names  # MoRI needs AMD's mori
+    assert got["all_same"] and got["group_patched"] and got["slots_patched"] and got["extend_patched"]
+    assert got["corun_calls"] == [1] * len(names)  # every one SGLang imported is corun's
+    assert "corun: SGLang plugin on: group, place" in err  # the WARNING line SGLang's logs show
+
+
+@pytest.mark.parametrize("env", [{}, {"CORUN_SGLANG": ""}, {"CORUN_SGLANG": "all", "SGLANG_PLUGINS": "another"}])
+def test_load_plugins_patches_nothing_unless_asked(env):
+    got, err = load_in_fresh_process(env)
+    assert got["enabled"] == [] and got["corun_calls"] == [0] * len(got["holders"])
+    assert not (got["group_patched"] or got["slots_patched"] or got["extend_patched"])
+    assert "plugin on" not in err
 
 
 # --- group: the drop-in in every module that imported it ------------------------------
@@ -125,16 +212,16 @@ def test_group_rebinds_every_importer_equal_results_and_restores():
     assert len(mods) >= 3  # mooncake, nixl, ascend
     own = s.utils.group_concurrent_contiguous
     assert all(m.group_concurrent_contiguous is own for m in mods.values())
-    before = plugin.counters()["rebinds"]
     assert "group" in plugin.enable(features="group")
-    assert plugin.counters()["rebinds"] - before == len(mods) + 1  # and the defining module
     rng = np.random.default_rng(7)
     for name, mod in [*mods.items(), ("utils", s.utils)]:
         f = mod.group_concurrent_contiguous
-        assert f is not own and f.__wrapped__ is corun.group_concurrent_contiguous, name
+        assert f is not own and f is s.utils.group_concurrent_contiguous, name
         for n in (0, 1, 2, 50, 3000):
             src, dst = pairs(rng, n)
+            calls = plugin.counters()["group_calls"]
             assert f(src, dst) == own(src, dst)
+            assert plugin.counters()["group_calls"] == calls + 1  # corun's answered
     plugin.disable()
     assert s.utils.group_concurrent_contiguous is own
     assert all(m.group_concurrent_contiguous is own for m in mods.values())
@@ -217,13 +304,14 @@ def extend(s, alloc, batch, seq_tokens, prefix_tokens=None):
         seq_lens_cpu=seq, last_loc=last_loc, extend_num_tokens=int((seq - prefix).sum()),
         batch=batch)
     tokens = out.numpy()
+    ps = alloc.page_size
     pages, at = [], 0
     for p, n in zip(prefix.tolist(), seq.tolist()):
         t = tokens[at:at + n - p]
         at += n - p
         # the tokens past the prefix's last page start on new pages
-        new = t[(-p) % PAGE:] if p % PAGE else t
-        pages.append(new[::PAGE] // PAGE)
+        new = t[(-p) % ps:] if p % ps else t
+        pages.append(new[::ps] // ps)
     return pages
 
 
@@ -231,31 +319,38 @@ def free_set(alloc):
     return np.concatenate([alloc.free_pages.numpy(), *[x.numpy() for x in alloc.staged_pages]])
 
 
-def decode_side(rng, sizes):
-    """Decode pages in runs (ascending and descending), as a decode pool hands them out."""
+def decode_side(rng, sizes, descending=0.5):
+    """Decode pages in runs (ascending, and descending with probability ``descending``),
+    as a decode pool hands them out."""
     base, out = 10_000, []
     for n in sizes:
         pages = []
         while len(pages) < n:
             k = min(n - len(pages), int(rng.integers(3, 9)))
             run = np.arange(base, base + k)
-            pages.extend((run if rng.random() < 0.5 else run[::-1]).tolist())
+            pages.extend((run[::-1] if descending and rng.random() < descending else run).tolist())
             base += k + int(rng.integers(1, 40))
         out.append(pages)
     return out
 
 
-def either_runs(src, dst):
-    return len(corun.runs(np.asarray(src), np.asarray(dst), direction="either")[2])
+def transfers(src, dst):
+    """One request's transfers in SGLang's backends: its ascending concurrent runs
+    (``group_concurrent_contiguous``'s groups)."""
+    return len(corun.runs(np.asarray(src, np.int64), np.asarray(dst, np.int64))[2]) if len(src) else 0
 
 
 @pytest.mark.parametrize("need_sort", [True, False])
 def test_placement_through_alloc_extend_for_a_batch(need_sort):
+    # SGLang's backends merge only runs that ascend on both sides; its decode allocator
+    # hands out ascending runs. With need_sort (P/D) the free list's front is sorted and
+    # SGLang's own pages are already the best ascending pairing here: nothing to gain,
+    # nothing lost; without, freed pages come back in stretches placement pairs better.
     s = stack()
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(1)
     sizes = [9, 14, 6, 11]
     seq = [n * PAGE - 1 for n in sizes]  # a partial last page each
-    dst = decode_side(rng, sizes)
+    dst = decode_side(rng, sizes, descending=0)
     own_alloc = fragmented(s, need_sort)
     alloc = clone(own_alloc)
     total_free = len(free_set(own_alloc))
@@ -265,14 +360,17 @@ def test_placement_through_alloc_extend_for_a_batch(need_sort):
     before = plugin.counters()
     got = extend(s, alloc, batch_for(s, dst, seq), seq)
     after = plugin.counters()
-    assert after["placed"] - before["placed"] == len(sizes) and after["errors"] == before["errors"]
+    assert (after["placed"] - before["placed"] > 0) == (not need_sort)
+    assert after["errors"] == before["errors"]
+    assert (after["placed"] + after["fallback"]) - (before["placed"] + before["fallback"]) == len(sizes)
 
     for mine, theirs, n in zip(got, own, sizes):
         assert len(mine) == len(theirs) == n
-    runs_own = sum(either_runs(p, d) for p, d in zip(own, dst))
-    runs_got = sum(either_runs(p, d) for p, d in zip(got, dst))
-    print(f"either-direction runs: SGLang's own pages {runs_own}, placed {runs_got}")
-    assert runs_got < runs_own, (runs_got, runs_own)
+    per_own = [transfers(p, d) for p, d in zip(own, dst)]
+    per_got = [transfers(p, d) for p, d in zip(got, dst)]
+    print(f"transfers per request: SGLang's own pages {per_own}, placed {per_got}")
+    assert all(g <= o for g, o in zip(per_got, per_own))
+    assert sum(per_got) < sum(per_own) or need_sort
     # No page handed out twice; the allocator's books hold every other page, once.
     handed = np.concatenate(got)
     left = free_set(alloc)
@@ -294,10 +392,10 @@ def test_placement_with_prefixes_on_both_sides():
     dst = [list(range(5000, 5011))]
     batch = batch_for(s, dst, seq, decode_prefix)
     want = plugin.batch_destinations(batch, prefix, seq, PAGE)
-    assert want.tolist() == list(range(5002, 5011))
+    assert [w.tolist() for w in want] == [list(range(5002, 5011))]
     plugin.enable(features="place")
     got = extend(s, alloc, batch, seq, prefix)
-    assert len(got[0]) == 9 and either_runs(got[0], want) < 9
+    assert len(got[0]) == 9 and transfers(got[0], want[0]) < 9
 
 
 def test_unknown_decode_pages_leave_the_batch_to_sglang():
@@ -341,7 +439,7 @@ def test_placement_failure_goes_sglangs_way(monkeypatch):
     def broken(allocator, pages, **kw):
         raise RuntimeError("injected")
 
-    monkeypatch.setattr(plugin.adapters, "sglang_place_front", broken)
+    monkeypatch.setattr(plugin.adapters, "sglang_place_batch", broken)
     plugin.enable(features="place")
     before = plugin.counters()
     got = extend(s, alloc, batch_for(s, dst, seq), seq)
@@ -363,3 +461,132 @@ def test_disable_restores_sglangs_allocation():
     assert s.allocation.alloc_paged_token_slots_extend is own_slots
     assert s.paged.PagedTokenToKVPoolAllocator.alloc_extend is own_extend
     assert plugin.enabled() == frozenset()
+
+
+# --- never worse for any request of a batch ---------------------------------------------
+
+
+def own_allocator(s):
+    """A class SGLang's allocator is, that the plugin leaves alone (it places only for
+    ``PagedTokenToKVPoolAllocator`` itself): SGLang's own pages, side by side."""
+    cls = s.paged.PagedTokenToKVPoolAllocator
+    return type("SGLangAlone", (cls,), {})
+
+
+def allocator(s, pages, page, need_sort, free_pages=None, alone=False):
+    import torch
+
+    cls = own_allocator(s) if alone else s.paged.PagedTokenToKVPoolAllocator
+    alloc = cls(pages * page, page, torch.float16, "cpu", kvcache=None, need_sort=need_sort)
+    if free_pages is not None:
+        alloc.free_pages = torch.tensor(free_pages, dtype=torch.int64)
+    return alloc
+
+
+def test_the_issues_batch_is_no_worse_for_any_request():
+    # Issue 37's repro through SGLang 0.5.23's real alloc_paged_token_slots_extend and
+    # PagedTokenToKVPoolAllocator: 1-token pages; SGLang alone gives [[3], [9, 10, 2], [6]].
+    s = stack()
+    free = [3, 9, 10, 2, 6, 11, 12, 13, 14, 15]
+    dst = [[108], [109, 110, 100], [101]]
+    seq = [1, 3, 1]
+    plugin.enable(features="place")
+    own = extend(s, allocator(s, 16, 1, True, free, alone=True), batch_for(s, dst, seq), seq)
+    got = extend(s, allocator(s, 16, 1, True, free), batch_for(s, dst, seq), seq)
+    assert [o.tolist() for o in own] == [[3], [9, 10, 2], [6]]
+    per_own = [transfers(p, d) for p, d in zip(own, dst)]
+    per_got = [transfers(p, d) for p, d in zip(got, dst)]
+    assert per_own == [1, 2, 1] and all(g <= o for g, o in zip(per_got, per_own)), per_got
+    assert sorted(np.concatenate(got).tolist()) == sorted(np.concatenate(own).tolist())
+
+
+def decode_pages_for(rng, sizes, follow):
+    """Decode pages of a batch: runs of either direction, and with probability ``follow``
+    a request's pages continue the previous request's (as in serving, where the decode
+    pool hands consecutive requests consecutive pages)."""
+    out, base = [], int(rng.integers(100, 200))
+    for n in sizes:
+        if not (out and rng.random() < follow):
+            base += int(rng.integers(1, 30))
+        pages = []
+        while len(pages) < n:
+            k = min(n - len(pages), int(rng.integers(1, 6)))
+            run = list(range(base, base + k))
+            pages += run[::-1] if rng.random() < 0.3 else run
+            base += k + (int(rng.integers(1, 4)) if rng.random() < 0.4 else 0)
+        out.append(pages)
+    return out
+
+
+class Pools:
+    """SGLang's allocator with the plugin, serving random batches and frees; before each
+    batch a copy of it (of a class the plugin leaves alone) gives SGLang's own pages from
+    the same state. The batch must take the same pages from the free list as SGLang
+    alone (the free lists after are equal) and no request more transfers."""
+
+    def __init__(self, s, rng, page, need_sort, pages=96):
+        self.s, self.rng, self.page = s, rng, page
+        self.on = allocator(s, pages, page, need_sort)
+        self.alone = own_allocator(s)
+        self.held = []
+
+    def free_all(self):
+        for tokens in self.held:
+            self.on.free(tokens)
+        self.held.clear()
+
+    def step(self):
+        import torch
+
+        s, rng, page = self.s, self.rng, self.page
+        # Free some held requests (in a random order), as finished ones leave.
+        for k in sorted(rng.permutation(len(self.held))[: int(rng.integers(0, len(self.held) + 1))],
+                        reverse=True):
+            self.on.free(self.held.pop(int(k)))
+        sizes = [int(x) for x in rng.integers(1, 7, int(rng.integers(1, 5)))]
+        if sum(sizes) + len(sizes) + 1 > self.on.available_size() // page:
+            return None
+        seq = [n * page - int(rng.integers(0, page)) for n in sizes]
+        dst = decode_pages_for(rng, sizes, follow=0.5)
+        off = copy.deepcopy(self.on)
+        off.__class__ = self.alone
+        own = extend(s, off, batch_for(s, dst, seq), seq)
+        got = extend(s, self.on, batch_for(s, dst, seq), seq)
+        assert np.array_equal(free_set(self.on), free_set(off))
+        assert sorted(np.concatenate(got).tolist()) == sorted(np.concatenate(own).tolist())
+        for g in got:  # each request's tokens, to free later
+            self.held.append(torch.from_numpy(np.repeat(g.astype(np.int64), page) * page
+                                              + np.tile(np.arange(page), len(g))))
+        return [(transfers(o, d), transfers(g, d)) for g, o, d in zip(got, own, dst)]
+
+
+def check_batches(seed, batches, page, need_sort):
+    s = stack()
+    rng = np.random.default_rng(seed)
+    pools, worse, better, done = Pools(s, rng, page, need_sort), [], 0, 0
+    while done < batches:
+        per = pools.step()
+        if per is None:  # a full pool: let everything go
+            pools.free_all()
+            continue
+        done += 1
+        worse += [(done, p) for p in per if p[1] > p[0]]
+        better += sum(p[1] < p[0] for p in per)
+    return worse, better
+
+
+@settings(max_examples=int(os.environ.get("CORUN_SGLANG_EXAMPLES", "60")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 4]), st.booleans())
+def test_random_batches_through_sglangs_allocator_never_worse_for_any_request(seed, page, need_sort):
+    plugin.enable(features="place")
+    worse, _ = check_batches(seed, 25, page, need_sort)
+    assert worse == []
+
+
+@pytest.mark.skipif(not BATCHES, reason="the long run: CORUN_SGLANG_BATCHES=100000")
+def test_many_seeded_batches_never_worse_for_any_request():
+    plugin.enable(features="place")
+    worse, better = check_batches(2026, BATCHES, 1, True)
+    print(f"sglang-batches batches={BATCHES} requests_better={better} requests_worse={len(worse)}")
+    assert worse == []

@@ -1,70 +1,106 @@
-"""corun inside SGLang 0.5.23: off unless enabled; two features, each selectable.
+"""corun inside SGLang 0.5.23, as SGLang loads plugins: the entry point ``corun`` in the
+group ``sglang.srt.plugins`` (this distribution declares it), which SGLang's own
+``load_plugins()`` runs in every process that matters (the scheduler, the detokenizer,
+the data-parallel controller, the engine). Off unless ``CORUN_SGLANG`` names features:
 
-    import corun.sglang_plugin
-    corun.sglang_plugin.enable_from_env()   # CORUN_SGLANG=all (or group, place, group,place)
+    pip install corun-kv            # next to SGLang 0.5.23
+    CORUN_SGLANG=all python -m sglang.launch_server ...
 
-or ``corun.sglang_plugin.enable(features=("group", "place"))``; ``disable()`` puts SGLang's
-own code back; ``counters()`` says what the plugin did. Call it in every process that runs
-SGLang's scheduler (SGLang starts its schedulers in processes of their own: the
-environment variable reaches them, the call must be made there too, e.g. from the
-launcher script or a ``sitecustomize``).
+``SGLANG_PLUGINS`` (SGLang's list of the plugins to load) is respected: SGLang itself
+skips this one when the list does not name ``corun``. Features (``all``, or a
+comma-separated selection):
 
 - ``group``: SGLang's ``group_concurrent_contiguous`` (defined in
   ``sglang/srt/disaggregation/common/utils.py``, imported *by name* into the Mooncake,
-  NIXL, MoRI and Ascend backends' ``conn.py``) becomes corun's, rebound in the defining
-  module and in every backend module already imported; a backend imported later takes it
-  from the defining module. Results are equal (but where ``np.diff`` wraps from the
-  dtype's maximum to its minimum, which page indices never do).
-- ``place``: at the prefill side's batch allocation (``alloc_for_extend`` ->
-  ``alloc_paged_token_slots_extend`` -> ``PagedTokenToKVPoolAllocator.alloc_extend``),
-  when the decode side's pages of every request in the batch are known
+  NIXL, MoRI and Ascend backends' ``conn.py``) becomes corun's: a REPLACE hook of
+  SGLang's ``HookRegistry``, which rebinds it in the defining module and in every module
+  that imported it by name (a backend imported later takes it from the defining module).
+  Results are equal (but where ``np.diff`` wraps from the dtype's maximum to its minimum,
+  which page indices never do).
+- ``place``: at the prefill side's batch allocation, when the decode side's pages of
+  every request in the batch are known
   (``req.disagg_kv_sender.kv_mgr.transfer_infos[req.bootstrap_room]``, its
   ``dst_kv_indices``), the front of the allocator's free list is reordered
-  (``corun.adapters.sglang_place_front``, the batch's destination pages in batch order)
-  so that SGLang's own ``alloc_extend`` hands each request pages that mirror the decode
-  side's runs. SGLang's allocator and its bookkeeping are untouched; a shortage is left to
-  SGLang (``alloc_extend`` returns ``None``, as it would).
+  (``corun.adapters.sglang_place_batch``) so that SGLang's own ``alloc_extend`` hands
+  each request pages that mirror the decode side's runs, never more runs for any
+  request than SGLang's own pages (the rule is that function's). Two AROUND hooks: on
+  ``allocation.alloc_paged_token_slots_extend`` (it has the batch, and is what
+  ``alloc_for_extend`` and ``ALLOC_EXTEND_FUNCS`` call by module lookup), which only
+  notes the batch for the thread, and on ``PagedTokenToKVPoolAllocator.alloc_extend``
+  (after SGLang's eviction, with the lengths in hand), which places. SGLang's allocator
+  and its bookkeeping are untouched; a shortage is left to SGLang (``alloc_extend``
+  returns ``None``, as it would).
+
+What is done by hand, because ``HookRegistry`` cannot express it: :func:`disable` (the
+registry can only forget every plugin's hooks at once, ``reset()``, and never puts an
+original back): it removes corun's own entries from the registry, restores the
+originals it recorded (through SGLang's own propagation to the modules that imported
+them by name) and re-applies any other plugin's hooks on those targets. And
+:func:`enable` called outside ``load_plugins()`` (older deployments called
+``enable_from_env()`` from a launcher) applies the registry's hooks at once, as
+``load_plugins()`` does after running its plugins.
 
 Never breaks serving: every hook goes through ``corun._guard.guarded``: an exception in
 corun's part is logged once, counted (``errors``, ``<hook>_errors``) and the call goes
 SGLang's own way. On any SGLang other than 0.5.23 nothing is patched (logged once;
-``counters()["unsupported_version"]`` is 1).
+``counters()["unsupported_version"]`` is 1). The lifecycle (features, version gate,
+patch record, counters, the WARNING line saying which features are on) is
+``corun._plugin``'s, shared with the vLLM plugin.
 
-Counters: ``rebinds`` (modules whose ``group_concurrent_contiguous`` is corun's now),
-``placed`` (requests whose pages were placed), ``fallback`` (requests left to SGLang's
-order: their decode pages unknown, a shortage, or placement found nothing better),
-``errors`` (hooks that failed and went SGLang's way).
+Counters (every key there from the start): ``group_calls`` (groupings corun did),
+``placed`` (requests whose pages placement chose), ``fallback`` (requests left to
+SGLang's order: their decode pages unknown, a shortage, or placement found nothing
+better), ``errors``, ``group_errors``, ``place_errors`` (hooks that failed and went
+SGLang's way), ``unsupported_version``.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import importlib.metadata
 import inspect
 import logging
-import os
 import sys
 import threading
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 import corun
 
 from . import adapters
-from ._guard import Counters, guarded
+from ._guard import guarded
+from ._plugin import Lifecycle, installed_version
 
-__all__ = ["FEATURES", "SUPPORTED", "counters", "disable", "enable", "enable_from_env", "enabled"]
+__all__ = [
+    "ENV",
+    "FEATURES",
+    "GROUP_MODULES",
+    "SUPPORTED",
+    "TESTED",
+    "batch_destinations",
+    "counters",
+    "disable",
+    "enable",
+    "enable_from_env",
+    "enabled",
+    "reset_counters",
+]
 
 log = logging.getLogger("corun")
 
-SUPPORTED = ("0.5.23",)
+#: SGLang versions the plugin was tested with.
+TESTED = ("0.5.23",)
+#: The older name of :data:`TESTED`.
+SUPPORTED = TESTED
+#: The features ``CORUN_SGLANG`` can name (or ``all``).
 FEATURES = ("group", "place")
+#: The environment variable that names the features to turn on.
 ENV = "CORUN_SGLANG"
 
 _UTILS = "sglang.srt.disaggregation.common.utils"
-# The modules that import the helper by name (checked in the 0.5.23 wheel).
+#: The modules that import the helper by name (checked in the 0.5.23 wheel).
 GROUP_MODULES = (
     _UTILS,
     "sglang.srt.disaggregation.mooncake.conn",
@@ -74,13 +110,21 @@ GROUP_MODULES = (
 )
 _ALLOCATION = "sglang.srt.mem_cache.allocation"
 _PAGED = "sglang.srt.mem_cache.allocator.paged"
+_HOOKS = "sglang.srt.plugins.hook_registry"
 
-_counters = Counters("rebinds", "placed", "fallback", "unsupported_version")
-_lock = threading.Lock()
-# What enable() replaced: (module or class, attribute name, SGLang's own value).
-_patched: List[tuple] = []
-_features: set = set()
-# The batch whose allocation is under way in this thread (set by the allocation hook,
+_LIFE = Lifecycle(
+    "SGLang",
+    ENV,
+    FEATURES,
+    TESTED,
+    lambda: installed_version("sglang"),
+    counters=("group_calls", "placed", "fallback"),
+    hooks=FEATURES,
+)
+_counters = _LIFE.counters
+# (target, hook) of every hook corun registered with SGLang's HookRegistry.
+_registered: List[Tuple[str, Callable[..., Any]]] = []
+# The batch whose allocation is under way in this thread (noted by the allocation hook,
 # read by the alloc_extend hook).
 _current = threading.local()
 
@@ -90,83 +134,95 @@ def counters() -> Dict[str, int]:
     return _counters.snapshot()
 
 
-def enabled() -> frozenset:
-    """The features now enabled."""
-    return frozenset(_features)
+def reset_counters() -> None:
+    """Sets every counter back to 0."""
+    _counters.reset()
 
 
-def _sglang_version() -> Optional[str]:
-    try:
-        return importlib.metadata.version("sglang")
-    except importlib.metadata.PackageNotFoundError:
-        return None
+def enabled() -> FrozenSet[str]:
+    """The features now on."""
+    return frozenset(_LIFE.on)
 
 
-def _parse(features) -> set:
-    if isinstance(features, str):
-        features = [f for f in features.replace(" ", "").lower().split(",") if f]
-    elif not isinstance(features, (list, tuple, set, frozenset)):
-        raise TypeError(f"features must be a string or a list of strings, got {type(features).__name__}")
-    chosen: set[str] = set()
-    for f in features:
-        if f == "all":
-            chosen.update(FEATURES)
-        elif f in FEATURES:
-            chosen.add(f)
-        else:
-            raise ValueError(f"features: unknown feature {f!r}; expected some of {FEATURES} or 'all'")
-    return chosen
-
-
-def enable_from_env(env: Optional[Dict[str, str]] = None) -> frozenset:
-    """Enables the features named in ``CORUN_SGLANG`` (``all``, ``group``, ``place``,
-    comma-separated); unset or empty: nothing. Returns the features enabled."""
-    value = (os.environ if env is None else env).get(ENV, "")
-    return enable(features=value) if value.strip() else enabled()
-
-
-def enable(features: Iterable[str] = FEATURES) -> frozenset:
-    """Patches SGLang for ``features`` (any of ``"group"``, ``"place"``, or ``"all"``; a
-    comma-separated string too). Idempotent. On an SGLang other than 0.5.23, or none,
-    patches nothing and logs it once. Returns the features enabled."""
-    chosen = _parse(features)
-    with _lock:
-        version = _sglang_version()
-        if version not in SUPPORTED:
-            _counters.add("unsupported_version", 1 - _counters.get("unsupported_version"))
-            if _counters.first_time("version"):
-                log.warning("corun: SGLang %s is not one corun was tested with (%s): nothing patched",
-                            version or "(not installed)", ", ".join(SUPPORTED))
+def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
+    """SGLang's entry point (``load_plugins()`` calls it with no argument): registers
+    corun's hooks for ``features`` (default: those ``CORUN_SGLANG`` names; ``all``,
+    ``group``, ``place``, comma-separated; unset or empty: none) with SGLang's
+    ``HookRegistry``. A name that is no feature is logged and ignored. Idempotent. On
+    an SGLang other than 0.5.23, or none, registers nothing and logs it once. Returns
+    the features on."""
+    wanted = _LIFE.parse(features)
+    if not wanted:
+        return enabled()
+    with _LIFE.lock:
+        if not _LIFE.version_ok():
             return enabled()
-        for feature in sorted(chosen - _features):
-            if (_enable_group if feature == "group" else _enable_place)():
-                _features.add(feature)
+        hooks = _import(_HOOKS)
+        if hooks is None:
+            return enabled()
+        done = []
+        for feature in sorted(wanted - _LIFE.on):
+            mark = _LIFE.mark(), len(_registered)
+            try:
+                ok = (_register_group if feature == "group" else _register_place)(hooks)
+            except Exception:
+                ok = False
+                log.warning("corun: the %s feature could not be registered; it is off", feature, exc_info=True)
+            if ok:
+                done.append(feature)
+            else:
+                _forget(hooks, mark)
+        if done and hooks._current_plugin_source.get() is None:
+            # Not inside load_plugins(), which applies the hooks after its plugins ran.
+            hooks.HookRegistry.apply_hooks()
+        _LIFE.turned_on(done)
     return enabled()
 
 
+def enable_from_env(env: Optional[Dict[str, str]] = None) -> FrozenSet[str]:
+    """For deployments that call the plugin themselves (before SGLang loaded it as a
+    plugin): :func:`enable` for the features ``CORUN_SGLANG`` names in ``env`` (default:
+    the process's environment)."""
+    return enable(_LIFE.parse(None, env))
+
+
 def disable() -> None:
-    """Puts back every SGLang function the plugin replaced (counters are kept)."""
-    with _lock:
-        ours = {id(new) for _, _, _, new in _patched}
-        own = {name: old for _, name, old, _ in _patched}
-        for owner, name, old, _ in reversed(_patched):
-            setattr(owner, name, old)
-        # Backends imported while the drop-in was on took corun's from the defining module.
-        for modname in GROUP_MODULES:
-            mod = sys.modules.get(modname)
-            f = getattr(mod, "group_concurrent_contiguous", None)
-            if mod is not None and id(f) in ours:
-                setattr(mod, "group_concurrent_contiguous", own["group_concurrent_contiguous"])
-        _patched.clear()
-        _features.clear()
+    """Puts back every SGLang function the plugin replaced (counters are kept); other
+    plugins' hooks on the same functions stay applied."""
+    with _LIFE.lock:
+        hooks = sys.modules.get(_HOOKS)
+        if hooks is not None:
+            _forget(hooks, (0, 0))
+        _LIFE.on.clear()
 
 
-def _patch(owner, name, new) -> None:
-    _patched.append((owner, name, getattr(owner, name), new))
-    setattr(owner, name, new)
+def _forget(hooks: Any, mark: Tuple[int, int]) -> None:
+    """Takes back what was registered and applied since ``mark`` (see the module docs)."""
+    registry = hooks.HookRegistry
+    targets = set()
+    while len(_registered) > mark[1]:
+        target, hook = _registered.pop()
+        registry._hooks[target] = [h for h in registry._hooks.get(target, []) if h[1] is not hook]
+        if not registry._hooks[target]:
+            del registry._hooks[target]
+        targets.add(target)
+    for owner, _name, original, applied in _LIFE.restore(mark[0]):
+        if applied is not original:
+            # SGLang's own propagation, backwards: every module that imported the patched
+            # function by name gets the original again.
+            hooks._propagate_patch(applied, original, owner)
+    registry._patched.difference_update(targets)
+    if any(t in registry._hooks for t in targets):
+        registry.apply_hooks()  # another plugin's hooks there: applied again, without corun's
 
 
-def _import(modname: str):
+def _register(hooks: Any, target: str, hook: Callable[..., Any], kind: str, owner: Any, name: str) -> None:
+    _LIFE.record(owner, name, vars(owner)[name])
+    _registered.append((target, hook))
+    hooks.HookRegistry.register(target, hook, getattr(hooks.HookType, kind))
+
+
+def _import(modname: str) -> Any:
     """The module, or None (logged once) when it cannot be imported here."""
     try:
         return importlib.import_module(modname)
@@ -179,67 +235,66 @@ def _import(modname: str):
 # --- group: the drop-in -------------------------------------------------------------
 
 
-def _enable_group() -> bool:
+def _register_group(hooks: Any) -> bool:
     utils = _import(_UTILS)
     if utils is None:
         return False
     own = utils.group_concurrent_contiguous
-    drop_in = guarded(_counters, "group", own)(corun.group_concurrent_contiguous)
-    for modname in GROUP_MODULES:
-        mod = utils if modname == _UTILS else sys.modules.get(modname)
-        if mod is not None and getattr(mod, "group_concurrent_contiguous", None) is own:
-            _patch(mod, "group_concurrent_contiguous", drop_in)
-            _counters.add("rebinds")
+
+    def corun_group(src_indices: Any, dst_indices: Any) -> Any:
+        groups = corun.group_concurrent_contiguous(src_indices, dst_indices)
+        _counters.add("group_calls")
+        return groups
+
+    drop_in = guarded(_counters, "group", own)(corun_group)
+    _register(hooks, f"{_UTILS}.group_concurrent_contiguous", drop_in, "REPLACE", utils, "group_concurrent_contiguous")
     return True
 
 
 # --- place: placement at the prefill side's batch allocation ------------------------
 
 
-def _enable_place() -> bool:
+def _register_place(hooks: Any) -> bool:
     allocation, paged = _import(_ALLOCATION), _import(_PAGED)
     if allocation is None or paged is None:
         return False
     cls = paged.PagedTokenToKVPoolAllocator
-    own_slots, own_extend = allocation.alloc_paged_token_slots_extend, cls.alloc_extend
-
-    slots_signature = inspect.signature(own_slots)
+    slots_signature = inspect.signature(allocation.alloc_paged_token_slots_extend)
     find_batch = guarded(_counters, "place", lambda *a, **k: None)(
-        lambda args, kwargs: slots_signature.bind(*args, **kwargs).arguments.get("batch"))
+        lambda args, kwargs: slots_signature.bind(*args, **kwargs).arguments.get("batch")
+    )
 
-    @functools.wraps(own_slots)
-    def alloc_paged_token_slots_extend(*args, **kwargs):
-        # Only records the batch for alloc_extend below.
+    def note_batch(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        # Only notes the batch for alloc_extend below.
         previous = getattr(_current, "batch", None)
         _current.batch = find_batch(args, kwargs)
         try:
-            return own_slots(*args, **kwargs)
+            return original(*args, **kwargs)
         finally:
             _current.batch = previous
 
-    signature = inspect.signature(own_extend)
+    signature = inspect.signature(cls.alloc_extend)
 
-    def place_batch(self, batch, args, kwargs):
-        given = signature.bind(self, *args, **kwargs).arguments
-        _place_batch(self, batch, given["prefix_lens_cpu"], given["seq_lens_cpu"],
-                     given["extend_num_tokens"])
+    def place_batch(allocator: Any, batch: Any, args: Any, kwargs: Any) -> None:
+        given = signature.bind(allocator, *args, **kwargs).arguments
+        _place_batch(allocator, batch, given["prefix_lens_cpu"], given["seq_lens_cpu"], given["extend_num_tokens"])
 
     place = guarded(_counters, "place", lambda *a, **k: None)(place_batch)
 
-    @functools.wraps(own_extend)
-    def alloc_extend(self, *args, **kwargs):
+    def place_then_alloc(original: Callable[..., Any], allocator: Any, *args: Any, **kwargs: Any) -> Any:
         batch = getattr(_current, "batch", None)
-        if batch is not None and type(self) is cls:
-            place(self, batch, args, kwargs)
-        return own_extend(self, *args, **kwargs)
+        # Only SGLang's own class: a subclass (interleaved, SWA) may hand pages out its way.
+        if batch is not None and type(allocator) is cls:
+            place(allocator, batch, args, kwargs)
+        return original(allocator, *args, **kwargs)
 
-    # ALLOC_EXTEND_FUNCS and alloc_for_extend look the function up in the module at call time.
-    _patch(allocation, "alloc_paged_token_slots_extend", alloc_paged_token_slots_extend)
-    _patch(cls, "alloc_extend", alloc_extend)
+    _register(hooks, f"{_ALLOCATION}.alloc_paged_token_slots_extend", functools.wraps(
+        allocation.alloc_paged_token_slots_extend)(note_batch), "AROUND", allocation, "alloc_paged_token_slots_extend")
+    _register(hooks, f"{_PAGED}.PagedTokenToKVPoolAllocator.alloc_extend", place_then_alloc, "AROUND", cls, "alloc_extend")
     return True
 
 
-def _decode_pages(req) -> Optional[np.ndarray]:
+def _decode_pages(req: Any) -> Optional[npt.NDArray[Any]]:
     """The decode side's pages for ``req`` (``dst_kv_indices`` of its room's transfer
     infos), or None when they are not known yet or the infos disagree."""
     kv_mgr = getattr(getattr(req, "disagg_kv_sender", None), "kv_mgr", None)
@@ -250,10 +305,10 @@ def _decode_pages(req) -> Optional[np.ndarray]:
     return pages[0]
 
 
-def batch_destinations(batch, prefix_lens_cpu, seq_lens_cpu, page_size) -> Optional[np.ndarray]:
-    """The decode pages that pair with the new pages ``alloc_extend`` takes for ``batch``,
-    in the order it takes them (batch order, each request's pages in sequence order), or
-    None when some request's pairs are unknown.
+def batch_destinations(batch: Any, prefix_lens_cpu: Any, seq_lens_cpu: Any, page_size: int) -> Optional[List[npt.NDArray[np.int64]]]:
+    """Per request of ``batch`` (in batch order), the decode pages that pair with the new
+    pages ``alloc_extend`` takes for it, in the order it takes them (an empty array for
+    a request that takes none), or None when some request's pairs are unknown.
 
     Request ``i`` takes new pages for its positions ``ceil(prefix/ps) .. ceil(seq/ps) - 1``
     (as ``alloc_extend_naive`` counts them); the decode side's list starts at the page of
@@ -266,6 +321,7 @@ def batch_destinations(batch, prefix_lens_cpu, seq_lens_cpu, page_size) -> Optio
     for req, p, s in zip(reqs, prefix, seq):
         first, end = -(-int(p) // page_size), -(-int(s) // page_size)
         if end <= first:
+            parts.append(np.zeros(0, np.int64))
             continue
         dst = _decode_pages(req)
         if dst is None:
@@ -273,17 +329,17 @@ def batch_destinations(batch, prefix_lens_cpu, seq_lens_cpu, page_size) -> Optio
         skip = int(getattr(req, "disagg_decode_prefix_len", 0) or 0) // page_size
         if first - skip < 0 or end - skip > len(dst):
             return None
-        parts.append(dst[first - skip:end - skip].astype(np.int64))
-    return np.concatenate(parts) if parts else None
+        parts.append(dst[first - skip : end - skip].astype(np.int64))
+    return parts
 
 
-def _place_batch(allocator, batch, prefix_lens_cpu, seq_lens_cpu, extend_num_tokens) -> None:
+def _place_batch(allocator: Any, batch: Any, prefix_lens_cpu: Any, seq_lens_cpu: Any, extend_num_tokens: int) -> None:
     """Reorders ``allocator.free_pages`` for ``batch`` (see the module docs); raises only
     before changing it, but for the merge of staged frees that SGLang's ``alloc_extend``
     makes in this same call under the same condition."""
     n_reqs = len(batch.reqs)
-    dst = batch_destinations(batch, prefix_lens_cpu, seq_lens_cpu, allocator.page_size)
-    if dst is None:
+    parts = batch_destinations(batch, prefix_lens_cpu, seq_lens_cpu, allocator.page_size)
+    if parts is None or not sum(len(p) for p in parts):
         _counters.add("fallback", n_reqs)
         return
     # alloc_extend merges and sorts the staged frees when this bound exceeds the free
@@ -291,8 +347,10 @@ def _place_batch(allocator, batch, prefix_lens_cpu, seq_lens_cpu, extend_num_tok
     bound = int(extend_num_tokens) // allocator.page_size + n_reqs + 1
     if bound > len(allocator.free_pages):
         allocator.merge_and_sort_free()
-    if len(dst) > len(allocator.free_pages):
+    runs = adapters.sglang_place_batch(allocator, parts)
+    if runs is None:
         _counters.add("fallback", n_reqs)  # a shortage: SGLang's alloc_extend returns None
         return
-    stats = adapters.sglang_place_front(allocator, dst)
-    _counters.add("fallback" if stats is None or stats.get("fallback") else "placed", n_reqs)
+    better = sum(placed < own for own, placed in runs)
+    _counters.add("placed", better)
+    _counters.add("fallback", n_reqs - better)

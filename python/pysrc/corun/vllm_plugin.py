@@ -27,8 +27,11 @@ Features (each patches vLLM's own code path; nothing else changes):
 
 Only the vLLM versions in :data:`TESTED` are patched; on any other, nothing is patched
 and that is logged once. Every hook goes through :func:`corun._guard.guarded`: a failure
-inside corun is logged once, counted (``errors``) and that call goes vLLM's own way.
-:func:`counters` reads what the plugin did.
+inside corun is logged once, counted (``errors``, ``<hook>_errors``) and that call goes
+vLLM's own way. :func:`counters` reads what the plugin did. The lifecycle (features,
+version gate, patch record, counters, the WARNING line saying which features are on) is
+``corun._plugin``'s, shared with the SGLang plugin; ``register`` / ``unregister`` are
+the older names of :func:`enable` / :func:`disable`.
 """
 
 from __future__ import annotations
@@ -36,19 +39,23 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import os
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _corun, adapters
-from ._guard import Counters, guarded
+from ._guard import guarded
+from ._plugin import Lifecycle, installed_version
 
 __all__ = [
+    "ENV",
     "FEATURES",
     "TESTED",
     "counters",
+    "disable",
+    "enable",
+    "enabled",
     "enabled_features",
     "nixl_order",
     "register",
@@ -58,36 +65,47 @@ __all__ = [
 
 log = logging.getLogger("corun")
 
-#: vLLM versions the plugin was tested with (``python/vllm_suite.py``).
+#: vLLM versions the plugin was tested with (``python/lab/vllm_suite.py``).
 TESTED = ("0.33.0",)
 #: The features ``CORUN_VLLM`` can name (or ``all``).
 FEATURES = ("place", "nixl_order", "mooncake", "moriio")
+#: The environment variable that names the features to turn on.
+ENV = "CORUN_VLLM"
 
-_COUNTERS = Counters(
-    "placed",  # allocations whose blocks placement chose
-    "fallback",  # allocations left to vLLM's own order (placement found nothing better)
-    "nixl_transfers",  # NIXL transfers ordered
-    "nixl_before",  # their descriptors under NIXL's merge rule, in vLLM's order
-    "nixl_after",  # ... in corun's order
-    "mooncake_calls",  # groupings done by corun for the Mooncake connector
+_LIFE = Lifecycle(
+    "vLLM",
+    ENV,
+    FEATURES,
+    TESTED,
+    lambda: installed_version("vllm"),
+    counters=(
+        "placed",  # allocations whose blocks placement chose
+        "fallback",  # allocations left to vLLM's own order (nothing better, or not pairable)
+        "nixl_transfers",  # NIXL transfers ordered
+        "nixl_before",  # their descriptors under NIXL's merge rule, in vLLM's order
+        "nixl_after",  # ... in corun's order
+        "mooncake_calls",  # groupings done by corun for the Mooncake connector
+        "moriio_calls",  # MoRIIO merges answered by corun
+        "moriio_vllm",  # MoRIIO merges routed to vLLM's own function (see _install_moriio)
+    ),
+    hooks=FEATURES,
 )
-
-# (owner, attribute, original) of every patch in place, so that unregister() restores them.
-_patches: List[Tuple[Any, str, Any]] = []
-_on: Set[str] = set()  # the features patched in
-_lock = threading.Lock()
+_COUNTERS = _LIFE.counters
 # The request whose external blocks are being allocated on this thread (set by the
 # allocate_slots hook, read where get_new_blocks is called).
 _local = threading.local()
 
 
 def counters() -> Dict[str, int]:
-    """What the plugin did since start (or :func:`reset_counters`): ``placed`` /
-    ``fallback`` (allocations placed by corun / left to vLLM's order), ``errors`` (calls
-    a corun hook failed and vLLM's way served; per hook: ``place_errors``,
-    ``nixl_order_errors``, ``mooncake_errors``), ``nixl_transfers`` and
-    ``nixl_before`` / ``nixl_after`` (their descriptors after NIXL's merge rule in vLLM's
-    order / in corun's), ``mooncake_calls``."""
+    """What the plugin did since start (or :func:`reset_counters`), every key present
+    from the start: ``placed`` / ``fallback`` (allocations placed by corun / left to
+    vLLM's order), ``errors`` (calls a corun hook failed and vLLM's way served; per
+    hook: ``place_errors``, ``nixl_order_errors``, ``mooncake_errors``,
+    ``moriio_errors``), ``nixl_transfers`` and ``nixl_before`` / ``nixl_after`` (their
+    descriptors after NIXL's merge rule in vLLM's order / in corun's),
+    ``mooncake_calls``, ``moriio_calls`` / ``moriio_vllm`` (merges corun answered /
+    routed to vLLM's own function), ``unsupported_version`` (1 when vLLM is not a
+    tested version)."""
     return _COUNTERS.snapshot()
 
 
@@ -96,94 +114,65 @@ def reset_counters() -> None:
     _COUNTERS.reset()
 
 
-def enabled_features(value: Optional[str] = None) -> Set[str]:
-    """The features ``value`` (default: the environment's ``CORUN_VLLM``) turns on: a
+def enabled_features(value: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
+    """The features ``value`` (default: the environment's ``CORUN_VLLM``) names: a
     comma-separated list of :data:`FEATURES`, or ``all``; unset, empty, ``0``, ``off``:
     none. Unknown names are logged and ignored (a typo must not stop the server)."""
-    if value is None:
-        value = os.environ.get("CORUN_VLLM", "")
-    names = {v.strip().lower() for v in value.split(",") if v.strip()}
-    if names & {"all", "1", "on"}:
-        return set(FEATURES)
-    names -= {"0", "off", "none"}
-    unknown = names - set(FEATURES)
-    if unknown:
-        log.warning(
-            "corun: CORUN_VLLM names unknown features %s (known: %s, or all); ignored",
-            sorted(unknown),
-            ", ".join(FEATURES),
-        )
-    return names & set(FEATURES)
+    return _LIFE.parse(value)
 
 
-def _patch(owner: Any, name: str, new: Any) -> None:
-    # vars(): the attribute as stored (a class's plain function, a module's global).
-    _patches.append((owner, name, vars(owner)[name]))
-    setattr(owner, name, new)
+def enabled() -> FrozenSet[str]:
+    """The features now on."""
+    return frozenset(_LIFE.on)
 
 
-def _unpatch_to(mark: int) -> None:
-    while len(_patches) > mark:
-        owner, name, original = _patches.pop()
-        setattr(owner, name, original)
-
-
-def register(features: Optional[Sequence[str]] = None) -> Set[str]:
+def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
     """vLLM's entry point: patches vLLM for ``features`` (default: from ``CORUN_VLLM``,
     see :func:`enabled_features`) and returns those of them that are on. Safe to call
     again (vLLM loads plugins in every process, maybe more than once): a feature is
     patched once. On a vLLM version not in :data:`TESTED`, or without vLLM, patches
-    nothing and logs that once."""
-    wanted = enabled_features() if features is None else enabled_features(",".join(features))
+    nothing and logs that once. A feature turned on is said in one WARNING line."""
+    wanted = enabled_features(features)
     if not wanted:
-        return set()
-    with _lock:
-        try:
-            import vllm
-        except Exception:
-            if _COUNTERS.first_time("no-vllm"):
-                log.warning("corun: vLLM is not importable; the vLLM plugin patches nothing")
-            return set()
-        version = getattr(vllm, "__version__", "unknown")
-        if version not in TESTED:
-            if _COUNTERS.first_time("version"):
-                log.warning(
-                    "corun: vLLM %s is not a version the plugin was tested with (%s); "
-                    "it patches nothing",
-                    version,
-                    ", ".join(TESTED),
-                )
-            return set()
+        return frozenset()
+    with _LIFE.lock:
+        if not _LIFE.version_ok():
+            return frozenset()
+        done = set()
         for feature, install in (
             ("place", _install_place),
             ("nixl_order", _install_nixl_order),
             ("mooncake", _install_mooncake),
             ("moriio", _install_moriio),
         ):
-            if feature not in wanted or feature in _on:
+            if feature not in wanted or feature in _LIFE.on:
                 continue
-            mark = len(_patches)
+            mark = _LIFE.mark()
             try:
                 install()
             except Exception:
                 # A vLLM module the feature needs did not import (e.g. an optional
                 # dependency): the feature stays off, vLLM unpatched for it.
-                _unpatch_to(mark)
-                log.warning(
-                    "corun: the %s feature could not be installed; it is off", feature, exc_info=True
-                )
+                _LIFE.restore(mark)
+                log.warning("corun: the %s feature could not be installed; it is off", feature, exc_info=True)
                 continue
-            _on.add(feature)
-            log.info("corun: vLLM plugin feature on: %s", feature)
-        return wanted & _on
+            done.add(feature)
+        _LIFE.turned_on(done)
+        return wanted & frozenset(_LIFE.on)
 
 
-def unregister() -> None:
+def disable() -> None:
     """Restores every patched vLLM function (for tests and harnesses; a server never
     needs it). Connector workers made while it was on keep their ordered NIXL wrapper."""
-    with _lock:
-        _unpatch_to(0)
-        _on.clear()
+    with _LIFE.lock:
+        _LIFE.restore()
+        _LIFE.on.clear()
+
+
+#: The older names of :func:`enable` and :func:`disable` (vLLM's docs call a general
+#: plugin's entry point ``register``).
+register = enable
+unregister = disable
 
 
 # -- place ------------------------------------------------------------------------------
@@ -216,7 +205,13 @@ def _place(block_pool: Any, remote_block_ids: Any, group_id: int, num_blocks: in
         return
     # The new blocks are the request's last ones; the connector pairs the blocks it pulls
     # into with the remote ids' tail (a local prefix hit covers the head).
-    stats = adapters.vllm_place_front(block_pool, remote[len(remote) - num_blocks :])
+    tail = remote[len(remote) - num_blocks :]
+    if len(set(tail)) != len(tail):
+        # A remote block twice: no one-to-one pairing to place (corun.place refuses a
+        # page twice). Not a failure of corun's: vLLM's order, a plain fallback.
+        _COUNTERS.add("fallback")
+        return
+    stats = adapters.vllm_place_front(block_pool, tail)
     _COUNTERS.add("fallback" if stats["fallback"] else "placed")
 
 
@@ -268,9 +263,9 @@ def _install_place() -> None:
             _place_safely(self, group[1], group[2], num_blocks)
         return get_new_blocks(self, num_blocks)
 
-    _patch(KVCacheManager, "allocate_slots", corun_allocate_slots)
-    _patch(stm.SingleTypeKVCacheManager, "allocate_external_computed_blocks", corun_allocate_external)
-    _patch(BlockPool, "get_new_blocks", corun_get_new_blocks)
+    _LIFE.patch(KVCacheManager, "allocate_slots", corun_allocate_slots)
+    _LIFE.patch(stm.SingleTypeKVCacheManager, "allocate_external_computed_blocks", corun_allocate_external)
+    _LIFE.patch(BlockPool, "get_new_blocks", corun_get_new_blocks)
 
 
 # -- nixl_order -------------------------------------------------------------------------
@@ -365,7 +360,7 @@ def _install_nixl_order() -> None:
         # make_prepped_xfer: ordering it there covers them all.
         _wrap_worker_safely(self)
 
-    _patch(cls, "__init__", corun_init)
+    _LIFE.patch(cls, "__init__", corun_init)
 
 
 # -- mooncake ---------------------------------------------------------------------------
@@ -384,10 +379,27 @@ def _install_mooncake() -> None:
         _COUNTERS.add("mooncake_calls")
         return groups
 
-    _patch(mc, "group_concurrent_contiguous", guarded(_COUNTERS, "mooncake", own)(corun_group))
+    _LIFE.patch(mc, "group_concurrent_contiguous", guarded(_COUNTERS, "mooncake", own)(corun_group))
 
 
 # -- moriio -----------------------------------------------------------------------------
+
+
+# vLLM's merge computes in int64 and wraps; corun's is exact. They agree whenever every
+# output value (merged local and remote offsets, merged sizes) is below 2^62 in
+# magnitude. Why: int64 addition is exact modulo 2^64, so a wrapped merged size is the
+# exact one whenever that fits int64 (corun raises where it does not); what wrapping can
+# change is a merge: a difference of two neighbours' offsets that is a size plus or minus
+# 2^64. Where corun does not merge neighbours i and i+1, offset i+1 starts an output
+# segment and offset i is that of the segment before plus its size less size i, so such a
+# difference needs an output value of at least 2^62. A bound on the output (short when
+# blocks merge) thus replaces a pass over the input.
+_EXACT = 2**62
+
+
+def _is_vllms(merged: Tuple[List[int], List[int], List[int]]) -> bool:
+    """Whether corun's exact ``merged`` is what vLLM's wrapping int64 code returns."""
+    return all(-_EXACT < min(column) and max(column) < _EXACT for column in merged if column)
 
 
 def _install_moriio() -> None:
@@ -398,12 +410,30 @@ def _install_moriio() -> None:
 
     @functools.wraps(own)
     def corun_merge(self: Any, offsets_local: Any, offsets_remote: Any, sizes: Any, assume_sorted: bool = False) -> Any:
-        if not len(offsets_local) == len(offsets_remote) == len(sizes):
-            # Outside corun's contract (vLLM answers [] for no local blocks): vLLM's way.
+        # Only what corun reads as vLLM does goes to corun (checks of O(1), and one of the
+        # output): three lists of one length, at least one block, a bool flag. Any
+        # other input (tuples, arrays, generators, an empty local list with others not)
+        # is vLLM's to answer, conversions and exceptions and all.
+        if not (
+            type(offsets_local) is list
+            and type(offsets_remote) is list
+            and type(sizes) is list
+            and type(assume_sorted) is bool
+            and 0 < len(offsets_local) == len(offsets_remote) == len(sizes)
+        ):
+            _COUNTERS.add("moriio_vllm")
             return own(self, offsets_local, offsets_remote, sizes, assume_sorted)
-        merged = _corun.merge_contiguous_blocks(offsets_local, offsets_remote, sizes, assume_sorted)
+        try:
+            merged = _corun.merge_contiguous_blocks(offsets_local, offsets_remote, sizes, assume_sorted)
+        except (TypeError, OverflowError):
+            # An item corun does not take as an int (a float, a string, a Decimal, an
+            # object with __int__ only, np.bool_) or one outside int64: vLLM converts
+            # with int() semantics, or raises its own error.
+            merged = None
+        if merged is None or not _is_vllms(merged):
+            _COUNTERS.add("moriio_vllm")
+            return own(self, offsets_local, offsets_remote, sizes, assume_sorted)
         _COUNTERS.add("moriio_calls")
         return merged
 
-    _patch(cls, "merge_contiguous_blocks", guarded(_COUNTERS, "moriio", own)(corun_merge))
-
+    _LIFE.patch(cls, "merge_contiguous_blocks", guarded(_COUNTERS, "moriio", own)(corun_merge))

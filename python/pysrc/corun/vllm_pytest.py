@@ -8,21 +8,28 @@ vLLM version it was not tested with, or vLLM absent) the session stops with a us
 error: a run meant to be "with corun" must not quietly run without it. With
 ``CORUN_VLLM_COUNTERS=<path>`` the plugin's counters are written there as JSON at the
 end of the session.
+
+pytest is imported only when pytest calls in: importing the package's modules (as
+``python -m mypy.stubtest corun`` does) must not need it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-
-import pytest
+from typing import TYPE_CHECKING
 
 from . import vllm_plugin
 
+if TYPE_CHECKING:
+    import pytest
+
 
 def pytest_configure(config: pytest.Config) -> None:
+    import pytest
+
     wanted = vllm_plugin.enabled_features(os.environ.get("CORUN_VLLM") or "all")
-    done = vllm_plugin.register(sorted(wanted))
+    done = vllm_plugin.enable(sorted(wanted))
     if done != wanted:
         raise pytest.UsageError(
             f"corun.vllm_pytest: the vLLM plugin patched {sorted(done)} of {sorted(wanted)} "

@@ -1,0 +1,159 @@
+"""The one lifecycle both serving-stack plugins share (``corun.vllm_plugin``,
+``corun.sglang_plugin``): the features an environment variable names, the version gate,
+the record of what was patched, the counters and the line that says the plugin is on.
+
+One vocabulary for both: ``enable(features=None)`` (``None``: the environment's
+variable) / ``disable()``, ``enabled()``, ``counters()`` / ``reset_counters()``,
+``FEATURES``, ``TESTED``. One behaviour for a name that is not a feature: a warning that
+names it and the known ones, and start-up goes on with the rest (a typo in a deployment's
+environment must not stop the server, nor turn on more than it names).
+
+The "on" line is a WARNING on the ``corun`` logger: ``vllm serve`` configures only the
+``vllm`` logger (``vllm/logger.py``), so another logger's records reach Python's
+last-resort handler, which prints WARNING and above and nothing below; SGLang's
+``configure_logger`` sets up the root logger at INFO. At WARNING the line is seen under
+both, once per process that enables a feature (each stack loads plugins in every process
+it starts).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import threading
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
+
+from ._guard import Counters
+
+__all__ = ["Lifecycle"]
+
+log = logging.getLogger("corun")
+
+# Words that turn every feature on, or none.
+_ALL = frozenset({"all", "1", "on"})
+_NONE = frozenset({"0", "off", "none"})
+
+
+class Lifecycle:
+    """One plugin's state: its features, the versions it was tested with, what it
+    patched (owner, attribute, original) and its counters.
+
+    ``counters`` start with every documented key at 0 (``errors`` and, per hook,
+    ``<hook>_errors`` included), so that a reader never meets a ``KeyError``."""
+
+    def __init__(
+        self,
+        stack: str,
+        env: str,
+        features: Tuple[str, ...],
+        tested: Tuple[str, ...],
+        version: Callable[[], Optional[str]],
+        counters: Iterable[str],
+        hooks: Iterable[str],
+    ) -> None:
+        self.stack = stack
+        self.env = env
+        self.features = features
+        self.tested = tested
+        self._version = version
+        names = [*counters, "unsupported_version", *(f"{h}_errors" for h in hooks)]
+        self.counters = Counters(*names)
+        self.lock = threading.RLock()
+        self.on: set[str] = set()
+        self._patches: List[Tuple[Any, str, Any]] = []
+
+    # -- which features ---------------------------------------------------------------
+
+    def parse(self, value: Union[None, str, Iterable[str]], environ: Optional[Dict[str, str]] = None) -> FrozenSet[str]:
+        """The features ``value`` names: a comma-separated string or a list of names,
+        ``all`` (or ``1``, ``on``) for every one; ``None``: the environment's variable;
+        unset, empty, ``0``, ``off``, ``none``: no feature. A name that is no feature is
+        logged (naming it and the known ones) and ignored."""
+        if value is None:
+            import os
+
+            value = (os.environ if environ is None else environ).get(self.env, "")
+        if isinstance(value, str):
+            value = value.split(",")
+        names = {str(v).strip().lower() for v in value if str(v).strip()}
+        unknown = names - set(self.features) - _ALL - _NONE
+        if unknown:
+            log.warning(
+                "corun: %s names unknown features %s (known: %s, or all); ignored",
+                self.env,
+                ", ".join(sorted(unknown)),
+                ", ".join(self.features),
+            )
+        if names & _ALL:
+            return frozenset(self.features)
+        return frozenset(names & set(self.features))
+
+    # -- which version ----------------------------------------------------------------
+
+    def version_ok(self) -> bool:
+        """Whether the installed stack is a version in ``tested``; if not, that is
+        logged once and counted (``unsupported_version`` is 1), and nothing is patched."""
+        version = self._version()
+        if version in self.tested:
+            return True
+        self.counters.add("unsupported_version", 1 - self.counters.get("unsupported_version"))
+        if self.counters.first_time("version"):
+            log.warning(
+                "corun: %s %s is not a version the %s plugin was tested with (%s): nothing patched",
+                self.stack,
+                version or "(not installed)",
+                self.stack,
+                ", ".join(self.tested),
+            )
+        return False
+
+    # -- what was patched -------------------------------------------------------------
+
+    def patch(self, owner: Any, name: str, new: Any) -> None:
+        """Sets ``owner.name`` to ``new``, recording the attribute as stored (a class's
+        plain function, a module's global) for :meth:`restore`."""
+        self._patches.append((owner, name, vars(owner)[name]))
+        setattr(owner, name, new)
+
+    def record(self, owner: Any, name: str, original: Any) -> None:
+        """Records a patch made by someone else on corun's behalf (SGLang's
+        ``HookRegistry``), so that :meth:`restore` puts ``original`` back."""
+        self._patches.append((owner, name, original))
+
+    def mark(self) -> int:
+        """A point :meth:`restore` can go back to (a feature half installed)."""
+        return len(self._patches)
+
+    def restore(self, mark: int = 0) -> List[Tuple[Any, str, Any, Any]]:
+        """Puts back every patch made since ``mark``, newest first; returns them as
+        ``(owner, name, original, the value it replaced)``."""
+        undone = []
+        while len(self._patches) > mark:
+            owner, name, original = self._patches.pop()
+            undone.append((owner, name, original, vars(owner).get(name)))
+            setattr(owner, name, original)
+        return undone
+
+    # -- what is on -------------------------------------------------------------------
+
+    def turned_on(self, features: Iterable[str]) -> None:
+        """Notes ``features`` as on and says so in one WARNING line (when any is new)."""
+        new = set(features) - self.on
+        self.on |= new
+        if new:
+            log.warning(
+                "corun: %s plugin on: %s (%s; counters: corun.%s_plugin.counters())",
+                self.stack,
+                ", ".join(f for f in self.features if f in self.on),
+                self.env,
+                self.stack.lower(),
+            )
+
+
+def installed_version(dist: str) -> Optional[str]:
+    """The installed distribution's version, or ``None``; read from its metadata, so
+    that checking it imports nothing of the stack."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
