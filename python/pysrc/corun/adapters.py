@@ -19,7 +19,9 @@ free queue is LRU), that is the knob for the cache hit rate.
 - SGLang (the decode side allocates first and sends its pages; the prefill side
   allocates later, with ``dst_kv_indices`` known): ``sglang_place_front(allocator,
   dst_pages)`` then ``allocator.alloc(len(dst_pages) * page_size)`` (or
-  ``alloc_extend``, which takes new pages from the front of ``free_pages`` in order).
+  ``alloc_extend``, which takes new pages from the front of ``free_pages`` in order);
+  for a batch, ``sglang_place_batch(allocator, dst_pages_per_request)``, never worse
+  for any request of it.
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._corun import VllmQueueMirror, VllmQueueTold, place
+from ._corun import VllmQueueMirror, VllmQueueTold, place, runs
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, Literal, Optional, Union
+    from typing import Any, Callable, List, Literal, Optional, Sequence, Tuple, Union
 
     import numpy.typing as npt
 
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     # How deep placement reaches: a number of pages, or a function of the request's.
     _Window = Optional[Union[int, Callable[[int], int]]]
 
-__all__ = ["default_window", "sglang_place_front", "sglang_window", "vllm_place_front"]
+__all__ = ["default_window", "sglang_place_batch", "sglang_place_front", "sglang_window", "vllm_place_front"]
 
 
 def default_window(n: int) -> int:
@@ -58,11 +60,10 @@ def sglang_window(n: int) -> int:
     pairs the pages SGLang's own ``alloc`` would hand out. SGLang's P/D free list is sorted
     and taken from its front, an address-ordered sweep that keeps free pages contiguous;
     reaching deeper (``4n + 64``) fragmented it, and whole replays ended 2-10% *worse* than
-    not placing with 1-token pages (``python/replay.py``, issue 30). Within the front ``n``
-    pages the same pages leave the free list as without placement (its staged frees are
-    sorted before reuse, so their order does not matter), the allocator's state evolves
-    exactly as it would, and each request is placed no worse than its own pages: a whole
-    run cannot end worse."""
+    not placing with 1-token pages (``python/lab/replay.py``, issue 30). Within the front
+    ``n`` pages the same pages leave the free list as without placement (its staged frees
+    are sorted before reuse, so their order does not matter) and the allocator's state
+    evolves exactly as it would."""
     return n
 
 
@@ -146,7 +147,7 @@ def sglang_place_front(
     dst_pages: Any,
     *,
     window: _Window = None,
-    direction: Literal["ascending", "either"] = "either",
+    direction: Literal["ascending", "either"] = "ascending",
 ) -> Optional[PlaceStats]:
     """Reorders the front of ``allocator.free_pages`` (SGLang's
     ``PagedTokenToKVPoolAllocator``; a torch tensor or, in a port, a numpy array) so that
@@ -154,25 +155,107 @@ def sglang_place_front(
     allocator's next ``alloc`` / ``alloc_extend`` of that many pages takes them. Merges
     the staged frees first when the free list is short, as ``alloc`` does. Reaches
     ``window`` pages deep (default :func:`sglang_window`: the request's own pages).
+    ``direction`` is ``"ascending"`` by default because SGLang's transfer backends group
+    with ``group_concurrent_contiguous``, which merges only runs that ascend on both
+    sides: a run placed descending would still be one transfer per page there.
     Returns ``corun.place``'s stats, or ``None`` when the free list holds fewer pages than
     the request: then nothing is changed, and SGLang's ``alloc`` returns ``None`` as it
-    would without placement (its out-of-memory path is untouched)."""
-    first = np.asarray(dst_pages.cpu() if hasattr(dst_pages, "cpu") else dst_pages, dtype=np.int64)
+    would without placement (its out-of-memory path is untouched). A batch of requests
+    allocated at once: :func:`sglang_place_batch`."""
+    first = _host(dst_pages)
     n = len(first)
-    if n > len(allocator.free_pages) and getattr(allocator, "staged_pages", None):
-        allocator.merge_and_sort_free()
-    free = allocator.free_pages
-    torch_like = hasattr(free, "cpu")
-    host: npt.NDArray[np.integer[Any]] = free.cpu().numpy() if torch_like else np.asarray(free)
-    if n > len(host):
+    host = _free_host(allocator, n)
+    if host is None:
         return None
     w = _window(n, len(host), window, sglang_window)
     chosen, rest, stats = place(first, host[:w], direction=direction)
     if not stats["fallback"]:
-        out = np.concatenate([chosen, rest, host[w:]]).astype(host.dtype, copy=False)
-        if torch_like:
-            import torch  # type: ignore[import-not-found, unused-ignore]
-
-            out = torch.from_numpy(out).to(free.device)
-        allocator.free_pages = out
+        _set_front(allocator, [chosen, rest], host, w)
     return stats
+
+
+def sglang_place_batch(
+    allocator: Any,
+    dst_pages: Sequence[Any],
+    *,
+    direction: Literal["ascending", "either"] = "ascending",
+) -> Optional[List[Tuple[int, int]]]:
+    """Placement for a batch SGLang allocates at once (``alloc_extend`` hands request
+    ``i`` the next ``len(dst_pages[i])`` pages of the free list's front, in batch
+    order): reorders the front ``N = sum(len)`` pages of ``allocator.free_pages`` so
+    that each request's pages pair with its decode side's ``dst_pages[i]``.
+
+    The rule, never worse for any request: runs are counted within each request only
+    (a request boundary is never one transfer), and the front ``N`` pages are handed out
+    either (a) *per request*: each request's own ``n_i`` pages, those SGLang would give
+    it, reordered by ``corun.place`` (which keeps their order unless that is strictly
+    better), or (b) *as a batch*: all ``N`` placed together, request ``i`` taking the
+    ``i``-th slice of the result, used only when no request gets more runs than with
+    SGLang's own pages and the batch has fewer runs in all than (a). Either way exactly
+    the ``N`` pages SGLang's ``alloc_extend`` would take leave the free list, the rest of
+    it stays as it was, and no request is worse than SGLang alone.
+
+    Returns, per request, ``(own, placed)``: its runs with SGLang's pages and with the
+    pages it gets now; ``None`` (nothing changed) when the free list, after merging the
+    staged frees as ``alloc_extend`` would, holds fewer than ``N`` pages."""
+    parts = [_host(p) for p in dst_pages]
+    sizes = [len(p) for p in parts]
+    total = sum(sizes)
+    host = _free_host(allocator, total)
+    if host is None:
+        return None
+    front = host[:total]
+    ends = np.cumsum(sizes, dtype=np.int64)
+    bounds = list(zip((ends - sizes).tolist(), ends.tolist()))
+    own = [front[a:b] for a, b in bounds]
+    own_runs = [_runs(d, o, direction) for d, o in zip(parts, own)]
+    # (a) each request within its own pages.
+    apart = [place(d, o, direction=direction)[0] if len(d) else o for d, o in zip(parts, own)]
+    apart_runs = [_runs(d, c, direction) for d, c in zip(parts, apart)]
+    chosen, got = apart, apart_runs
+    # (b) the batch together, where it is no worse for anyone and better in all.
+    if len(parts) > 1:
+        together, _, stats = place(np.concatenate(parts), front, direction=direction)
+        if not stats["fallback"]:
+            pieces = [together[a:b] for a, b in bounds]
+            piece_runs = [_runs(d, c, direction) for d, c in zip(parts, pieces)]
+            if sum(piece_runs) < sum(apart_runs) and all(p <= o for p, o in zip(piece_runs, own_runs)):
+                chosen, got = pieces, piece_runs
+    if got != own_runs:
+        _set_front(allocator, chosen, host, total)
+    return list(zip(own_runs, got))
+
+
+def _runs(first: npt.NDArray[np.int64], second: npt.NDArray[Any], direction: str) -> int:
+    """Concurrent runs of one request's pairs (0 for none)."""
+    if not len(first):
+        return 0
+    return len(runs(first, second.astype(np.int64, copy=False), direction=direction)[2])
+
+
+def _host(pages: Any) -> npt.NDArray[np.int64]:
+    """A request's pages (a torch tensor, an array, a list) as an int64 numpy array."""
+    return np.asarray(pages.cpu() if hasattr(pages, "cpu") else pages, dtype=np.int64)
+
+
+def _free_host(allocator: Any, n: int) -> Optional[npt.NDArray[np.integer[Any]]]:
+    """``allocator.free_pages`` on the host, after merging the staged frees when it
+    holds fewer than ``n`` pages (as SGLang's ``alloc`` does); ``None`` if still short."""
+    if n > len(allocator.free_pages) and getattr(allocator, "staged_pages", None):
+        allocator.merge_and_sort_free()
+    free = allocator.free_pages
+    host: npt.NDArray[np.integer[Any]] = free.cpu().numpy() if hasattr(free, "cpu") else np.asarray(free)
+    return None if n > len(host) else host
+
+
+def _set_front(allocator: Any, front: List[Any], host: npt.NDArray[np.integer[Any]], depth: int) -> None:
+    """``allocator.free_pages`` becomes ``front`` (arrays, concatenated) then its own
+    pages past ``depth``, in the free list's dtype and on its device."""
+    free = allocator.free_pages
+    out = np.concatenate([*front, host[depth:]]).astype(host.dtype, copy=False)
+    if hasattr(free, "cpu"):
+        import torch  # type: ignore[import-not-found, unused-ignore]
+
+        allocator.free_pages = torch.from_numpy(out).to(free.device)
+    else:
+        allocator.free_pages = out
