@@ -455,8 +455,8 @@ def run_way(args, plugin: str) -> sc.WayResult:
         for p in procs.values():
             p.start()
         budget = START_TIMEOUT + POLL_TIMEOUT * args.requests
-        dec = _recv(pipes["decode"], budget)
-        pre = _recv(pipes["prefill"], budget)
+        dec = _recv(pipes["decode"], budget, procs["decode"])
+        pre = _recv(pipes["prefill"], budget, procs["prefill"])
         pipes["prefill"].send("done")
         for side in (dec, pre):
             if "failure" in side:
@@ -484,9 +484,15 @@ def run_way(args, plugin: str) -> sc.WayResult:
     return r
 
 
-def _recv(conn, timeout):
-    if not conn.poll(timeout):
-        raise TimeoutError(f"no answer in {timeout:.0f} s")
+def _recv(conn, timeout, proc):
+    """The side's answer; an error when it dies first (a crash in native code sends none)
+    or says nothing for ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not conn.poll(1.0):
+        if not proc.is_alive():
+            raise RuntimeError(f"a side died (exit code {proc.exitcode}) without an answer")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no answer in {timeout:.0f} s")
     return conn.recv()
 
 
