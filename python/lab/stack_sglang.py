@@ -70,10 +70,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a file: python/ on the path for ``lab``
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from lab import stack_common as sc  # noqa: E402
+from lab import stack_common as sc
 
 STACK = "sglang"
 CONNECTOR = "mooncake"
@@ -166,12 +163,8 @@ def _load_plugins() -> str:
     load_plugins()
     if any(ep.name == "corun" for ep in importlib.metadata.entry_points(group="sglang.srt.plugins")):
         return "load_plugins"
-    # TODO(remove when corun's sglang.srt.plugins entry point is in): until then the
-    # plugin is enabled by hand from the same environment variable.
-    import corun.sglang_plugin
-
-    corun.sglang_plugin.enable_from_env()
-    return "enable_from_env"
+    raise RuntimeError("corun-kv declares no sglang.srt.plugins entry point here: "
+                       "reinstall it (pip install ./python)")
 
 
 def _setup(role: str, port: int, pages: int, page_tokens: int):
@@ -423,10 +416,6 @@ def _side(role, cfg, out) -> None:
         os.environ["CORUN_SGLANG"] = "all"
     else:
         os.environ.pop("CORUN_SGLANG", None)
-    if importlib.util.find_spec("corun") is None:
-        # TODO(remove when corun is installed in this venv): the package from the checkout.
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                        "pysrc"))
     try:
         (_prefill if role == "prefill" else _decode)(cfg, out)
     except BaseException:

@@ -13,11 +13,11 @@ import sys
 
 import pytest
 
+from lab import stack_common as sc
+from lab import stack_sglang
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
-sys.path.insert(0, PYTHON_DIR)
-from lab import stack_common as sc  # noqa: E402
-from lab import stack_sglang  # noqa: E402
 
 FIXED = ["stack", "connector", "plugin", "requests", "bytes_checked", "bytes_bad", "descriptors",
          "xfer_ms_p50", "xfer_ms_p99", "placed", "fallback", "errors"]
