@@ -11,12 +11,15 @@ vllm==0.33.0``), unless ``CORUN_REQUIRE_ENGINES=1`` (as in CI), which makes it a
 
 import itertools
 import os
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import corun
+from corun import vllm_plugin
 from reference import reference_merge_blocks as reference
 
 from lab import bench, upstream
@@ -148,3 +151,116 @@ def test_input_lists_are_left_as_they_were():
     kept = (list(local), list(remote), list(sizes))
     assert merge(local, remote, sizes) == ([4, 8, 12], [0, 1, 2], [4, 4, 4])
     assert (local, remote, sizes) == kept
+
+
+# --- through the plugin: vLLM's answer on every input class ------------------------------
+
+
+def answer(f, *args):
+    """What ``f(*args)`` gives: its result, or its exception's type."""
+    try:
+        return ("value", f(*args))
+    except Exception as e:  # the exception vLLM raises is part of its answer
+        return ("raises", type(e))
+
+
+class IntLike:
+    """An object with ``__int__`` only (vLLM's ``np.fromiter`` takes it, corun does not)."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __int__(self):
+        return self.v
+
+
+def gen(values):
+    return (v for v in values)
+
+
+def build(case):
+    """The case's arguments, afresh (a generator is used up by one call)."""
+    return tuple(gen(v) if case == "generators" else v for v in CLASSES[case])
+
+
+# Each class of input issue 37 lists: (local, remote, sizes[, assume_sorted]).
+CLASSES = {
+    "floats": ([0.0, 1.0], [5.0, 6.0], [1.0, 1.0]),
+    "np.float64": ([np.float64(8), np.float64(0)], [np.float64(9), np.float64(1)], [4, 4]),
+    "np.bool_": ([np.True_, np.False_], [np.False_, np.True_], [np.True_, np.True_]),
+    "digit strings": (["0", "4"], ["8", "12"], ["4", "4"]),
+    "Decimal": ([Decimal(0), Decimal(4)], [Decimal(8), Decimal(12)], [Decimal(4), Decimal(4)]),
+    "Fraction": ([Fraction(0), Fraction(4)], [Fraction(8), Fraction(12)], [Fraction(4), Fraction(4)]),
+    "__int__": ([IntLike(0), IntLike(4)], [IntLike(8), IntLike(12)], [IntLike(4), IntLike(4)]),
+    "empty local": ([], [1], [2]),
+    "lengths differ": ([0, 1], [0], [1, 1]),
+    "wraps at +2^63": ([2**63 - 1, -(2**63)], [2**63 - 1, -(2**63)], [-1, -1]),
+    "wraps, merged": ([-(2**62) - 1, 2**62], [-(2**62) - 1, 2**62], [2**63 - 2**62 - 1 + 2**62 - (2**64 - 2**63), 1]),
+    "near -2^63": ([-(2**63), -(2**63) + 1], [-(2**63) + 5, -(2**63) + 6], [1, 1]),
+    "outside int64": ([2**63], [0], [1]),
+    "generators": ([0, 4], [8, 12], [4, 4]),  # each list read through a generator
+    "tuples": ((0, 4), (8, 12), (4, 4)),
+    "arrays": (np.array([4, 0]), np.array([12, 8]), np.array([4, 4])),
+    "float arrays": (np.array([4.5, 0.0]), np.array([12.0, 8.0]), np.array([4.0, 4.0])),
+    "assume_sorted=1": ([4, 0], [12, 8], [4, 4], 1),
+    "ints": ([12, 8, 4], [2, 1, 0], [4, 4, 4]),
+}
+
+
+@needs_vllm
+@pytest.mark.parametrize("case", sorted(CLASSES))
+def test_the_plugin_gives_vllms_answer_on_every_input_class(case):
+    """Through the plugin's MoRIIO merge (the function its patched method calls), each
+    input class gives vLLM's own answer, exactly: values, types, exceptions."""
+    def own(worker, *args):
+        return vllm_merge(*args)
+
+    want = answer(vllm_merge, *build(case))
+    got = answer(lambda *a: vllm_plugin._moriio_merge(own, None, *a), *build(case))
+    assert got == want, (case, got, want)
+    if want[0] == "value":
+        assert [[type(v) for v in col] for col in got[1]] == [[type(v) for v in col] for col in want[1]]
+
+
+# Where corun.merge_contiguous_blocks itself answers otherwise than vLLM's (python/README
+# lists each): it takes only ints (and objects with __index__), bool flags, lists or
+# iterables, and answers in exact arithmetic.
+CORUN_DIFFERS = {"floats", "np.float64", "np.bool_", "digit strings", "Decimal", "Fraction", "__int__",
+                 "float arrays", "assume_sorted=1", "empty local", "generators", "wraps at +2^63"}
+
+
+@needs_vllm
+@pytest.mark.parametrize("case", sorted(CLASSES))
+def test_coruns_own_differences_from_vllm_are_the_documented_ones(case):
+    same = answer(merge, *build(case)) == answer(vllm_merge, *build(case))
+    assert same == (case not in CORUN_DIFFERS), case
+
+
+def test_the_plugin_routes_to_corun_only_what_corun_reads_as_vllm_does():
+    """corun answers exact lists of ints in range; it is vLLM's function for the rest."""
+    seen = []
+
+    def own(worker, *args):
+        seen.append(args)
+        return "vllm's"
+
+    vllm_plugin.reset_counters()
+    assert vllm_plugin._moriio_merge(own, None, [8, 4, 0], [9, 5, 1], [4, 4, 4]) == ([0], [1], [12])
+    for case in ("floats", "digit strings", "empty local", "wraps at +2^63", "tuples", "assume_sorted=1"):
+        assert vllm_plugin._moriio_merge(own, None, *CLASSES[case]) == "vllm's", case
+    got = vllm_plugin.counters()
+    assert (got["moriio_calls"], got["moriio_vllm"], len(seen)) == (1, 6, 6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(LIMITS), st.sampled_from(LIMITS), st.sampled_from(LIMITS)),
+                min_size=1, max_size=8), st.booleans())
+def test_wrapping_inputs_through_the_plugin_are_vllms(blocks, assume_sorted):
+    """At int64's limits, where vLLM's numpy wraps: through the plugin, vLLM's answer."""
+    if vllm_merge is None:
+        pytest.skip(upstream.HINT)
+    local, remote, sizes = ([b[k] for b in blocks] for k in range(3))
+    want = answer(vllm_merge, local, remote, sizes, assume_sorted)
+    got = answer(lambda *a: vllm_plugin._moriio_merge(lambda w, *x: vllm_merge(*x), None, *a),
+                 local, remote, sizes, assume_sorted)
+    assert got == want

@@ -310,8 +310,10 @@ def test_sglang_adapter_reorders_the_front_of_free_pages():
     alloc.free_page_ids(a[10:20][::-1])  # 11..20, staged
     # An ascending run of 8 and a descending one of 4; 12 pages > the 10 unstaged, so the
     # adapter merges and sorts first, as alloc would: free = 3..6, 11..20, 31..40.
+    # Ascending is the default (SGLang's backends merge only ascending runs); "either"
+    # also places the descending run descending.
     dst = np.array([100, 101, 102, 103, 104, 105, 106, 107, 205, 204, 203, 202], np.int64)
-    stats = adapters.sglang_place_front(alloc, dst)
+    stats = adapters.sglang_place_front(alloc, dst, direction="either")
     assert stats == dict(bound=2, placed=2, own=6, split=0, fallback=False)
     got = alloc.alloc(len(dst))
     assert got.tolist() == [11, 12, 13, 14, 15, 16, 17, 18, 6, 5, 4, 3]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import subprocess
 import sys
 import traceback
 import types
@@ -99,21 +100,29 @@ def test_features_from_the_environment(monkeypatch, caplog):
     assert vllm_plugin.enabled_features() == {"place", "nixl_order"}
     with caplog.at_level(logging.WARNING, logger="corun"):
         assert vllm_plugin.enabled_features("mooncake,plcae") == {"mooncake"}
-    assert "plcae" in caplog.text
-    # Off: register patches nothing and imports nothing.
+    assert "CORUN_VLLM names unknown features plcae (known: place, nixl_order, mooncake, moriio, or all)" in caplog.text
+    # Off: enable patches nothing and imports nothing.
     monkeypatch.delenv("CORUN_VLLM")
-    assert vllm_plugin.register() == set()
+    assert vllm_plugin.enable() == set()
 
 
 def test_an_untested_vllm_version_is_left_alone(monkeypatch, caplog):
-    vllm_plugin.unregister()
-    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(__version__="0.34.0"))
-    monkeypatch.setattr(vllm_plugin, "_COUNTERS", corun._guard.Counters())
+    vllm_plugin.disable()
+    monkeypatch.setattr(vllm_plugin._LIFE, "_version", lambda: "0.34.0")
+    monkeypatch.setattr(vllm_plugin._COUNTERS, "_logged", set())
     with caplog.at_level(logging.WARNING, logger="corun"):
-        assert vllm_plugin.register(["place", "nixl_order", "mooncake"]) == set()
-        assert vllm_plugin.register(["place"]) == set()
+        assert vllm_plugin.enable(["place", "nixl_order", "mooncake"]) == set()
+        assert vllm_plugin.enable(["place"]) == set()  # the older name
     assert caplog.text.count("0.34.0") == 1  # said once
-    assert vllm_plugin._patches == []
+    assert vllm_plugin._LIFE._patches == [] and vllm_plugin.counters()["unsupported_version"] == 1
+
+
+def test_every_documented_counter_is_there_from_the_start():
+    keys = {"placed", "fallback", "errors", "place_errors", "nixl_order_errors", "mooncake_errors",
+            "moriio_errors", "nixl_transfers", "nixl_before", "nixl_after", "mooncake_calls",
+            "moriio_calls", "moriio_vllm", "unsupported_version"}
+    assert set(vllm_plugin.counters()) == keys
+    assert vllm_plugin.counters()["moriio_calls"] >= 0  # no KeyError before first use
 
 
 def test_the_entry_point_is_declared():
@@ -124,14 +133,16 @@ def test_the_entry_point_is_declared():
     found = [ep for ep in entry_points().get("vllm.general_plugins", [])
              if ep.name == "corun"] if sys.version_info < (3, 10) else \
         list(entry_points(group="vllm.general_plugins", name="corun"))
-    assert [ep.value for ep in found] == ["corun.vllm_plugin:register"]
+    assert [ep.value for ep in found] == ["corun.vllm_plugin:enable"]
+    # The older names stay (vLLM's docs call a general plugin's entry point register).
+    assert (vllm_plugin.register, vllm_plugin.unregister) == (vllm_plugin.enable, vllm_plugin.disable)
 
 
 # -- inside vLLM ------------------------------------------------------------------------
 
 
-def vllm_parts():
-    """vLLM's test helpers and classes, or a pytest skip naming what is missing."""
+def vllm_itself():
+    """vLLM's full install (torch and all), or a pytest skip naming what is missing."""
     # vLLM picks its platform when first imported: CPU here, offline.
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -151,6 +162,11 @@ def vllm_parts():
         pytest.skip(f"vLLM's full install is absent ({e}); see python/vllm_suite.py")
     if vllm.__version__ not in vllm_plugin.TESTED:
         pytest.skip(f"vLLM {vllm.__version__} is not one the plugin was tested with")
+
+
+def vllm_parts():
+    """vLLM's test helpers and classes, or a pytest skip naming what is missing."""
+    vllm_itself()
     tests = Path(os.environ.get("CORUN_VLLM_TESTS", ROOT / "target" / "vllm-0.33.0-tests"))
     if not (tests / "tests" / "v1" / "kv_connector" / "unit" / "utils.py").exists():
         if REQUIRE:
@@ -233,9 +249,9 @@ def run_stack(plugin, requests=240, seed=0, decode_blocks=1200, prefill_blocks=2
     """Serves ``requests`` remote-prefill requests through the real stack and returns
     what happened: the plugin's counters, descriptors after NIXL's merge rule, prefix
     hits, and each request's (local, remote) blocks as vLLM's bookkeeping holds them."""
-    vllm_plugin.unregister()
+    vllm_plugin.disable()
     if plugin:
-        assert vllm_plugin.register(hooks or vllm_plugin.FEATURES) == set(hooks or vllm_plugin.FEATURES)
+        assert vllm_plugin.enable(hooks or vllm_plugin.FEATURES) == set(hooks or vllm_plugin.FEATURES)
     vllm_plugin.reset_counters()
     try:
         st = Stack(decode_blocks, prefill_blocks)
@@ -299,7 +315,7 @@ def run_stack(plugin, requests=240, seed=0, decode_blocks=1200, prefill_blocks=2
         return dict(vllm_plugin.counters(), descriptors=descriptors, hits=hits,
                     blocks=placed_blocks, requests=requests)
     finally:
-        vllm_plugin.unregister()
+        vllm_plugin.disable()
 
 
 def fragmented():
@@ -345,12 +361,12 @@ def test_mooncake_grouping_is_corun_and_equals_vllms(monkeypatch):
     vllm_parts()
     from vllm.distributed.kv_transfer.kv_connector.v1.mooncake import mooncake_connector as mc
 
-    vllm_plugin.unregister()
+    vllm_plugin.disable()
     own = mc.group_concurrent_contiguous
     # _build_transfer_params calls the module's name: rebinding it reaches that call.
     assert "group_concurrent_contiguous" in mc.MooncakeConnectorWorker._build_transfer_params.__code__.co_names
     try:
-        assert vllm_plugin.register(["mooncake"]) == {"mooncake"}
+        assert vllm_plugin.enable(["mooncake"]) == {"mooncake"}
         ours = mc.group_concurrent_contiguous
         assert ours is not own
         rng = np.random.default_rng(1)
@@ -362,7 +378,7 @@ def test_mooncake_grouping_is_corun_and_equals_vllms(monkeypatch):
         assert ours([3, 4, 9], [7, 8, 1]) == own([3, 4, 9], [7, 8, 1])
         assert vllm_plugin.counters()["mooncake_errors"] == 1
     finally:
-        vllm_plugin.unregister()
+        vllm_plugin.disable()
     assert mc.group_concurrent_contiguous is own
 
 
@@ -374,11 +390,11 @@ def test_moriio_merge_is_corun_and_equals_vllms(monkeypatch):
         from vllm.distributed.kv_transfer.kv_connector.v1.moriio import moriio_connector as mo
     except ImportError as e:
         pytest.skip(f"vLLM's MoRIIO connector does not import here: {e}")
-    vllm_plugin.unregister()
+    vllm_plugin.disable()
     cls = mo.MoRIIOConnectorWorker
     own = cls.merge_contiguous_blocks
     try:
-        assert vllm_plugin.register(["moriio"]) == {"moriio"}
+        assert vllm_plugin.enable(["moriio"]) == {"moriio"}
         ours = cls.merge_contiguous_blocks
         assert ours is not own
         calls = 0
@@ -394,8 +410,35 @@ def test_moriio_merge_is_corun_and_equals_vllms(monkeypatch):
         assert ours(None, [8, 0], [1, 9], [4, 4]) == own(None, [8, 0], [1, 9], [4, 4])
         assert vllm_plugin.counters()["moriio_errors"] == 1
     finally:
-        vllm_plugin.unregister()
+        vllm_plugin.disable()
     assert cls.merge_contiguous_blocks is own
+
+
+def test_duplicate_remote_ids_are_a_plain_fallback(caplog):
+    vllm_itself()
+    from vllm.v1.core.block_pool import BlockPool
+
+    pool = BlockPool(64, enable_caching=False, hash_block_size=BLOCK)
+    vllm_plugin.reset_counters()
+    before = [b.block_id for b in pool.get_new_blocks(0)]
+    with caplog.at_level(logging.WARNING, logger="corun"):
+        vllm_plugin._place_safely(pool, [[7, 8, 8, 9]], 0, 4)
+    got = vllm_plugin.counters()
+    assert (got["fallback"], got["errors"], got["place_errors"]) == (1, 0, 0)
+    assert "Traceback" not in caplog.text and before == []
+    assert [b.block_id for b in pool.get_new_blocks(4)] == [1, 2, 3, 4]  # vLLM's own order
+
+
+def test_the_on_line_shows_under_vllms_logging():
+    """``vllm serve`` configures only the ``vllm`` logger: the plugin's line must still
+    reach its stderr (a WARNING through Python's last-resort handler)."""
+    vllm_itself()
+    code = ("import vllm.logger, corun.vllm_plugin as p; "
+            "assert p.enable(['mooncake']) == {'mooncake'}")
+    env = {k: v for k, v in os.environ.items() if k != "CORUN_VLLM"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stderr.count("corun: vLLM plugin on: mooncake") == 1
 
 
 def main():

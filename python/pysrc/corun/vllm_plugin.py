@@ -402,6 +402,39 @@ def _is_vllms(merged: Tuple[List[int], List[int], List[int]]) -> bool:
     return all(-_EXACT < min(column) and max(column) < _EXACT for column in merged if column)
 
 
+def _moriio_merge(own: Callable[..., Any], worker: Any, offsets_local: Any, offsets_remote: Any, sizes: Any,
+                  assume_sorted: Any = False) -> Any:
+    """MoRIIO's merge with vLLM's answer on every input: corun's where corun reads the
+    input as vLLM does and no int64 wraps in vLLM's code, vLLM's own (``own``) otherwise.
+
+    Only three lists of one length, at least one block, and a bool flag go to corun
+    (checks of O(1)); any other input (tuples, arrays, generators, an empty local list
+    with the others not) is vLLM's to answer, conversions and exceptions and all. corun
+    refuses (``TypeError``, ``OverflowError``) what it does not read as an int: floats,
+    ``np.float64``, ``np.bool_``, digit strings, ``Decimal``, ``Fraction``, objects with
+    ``__int__`` only, values outside int64, which vLLM converts with ``int()`` or
+    refuses its own way. An answer where vLLM's int64 arithmetic wraps is vLLM's too
+    (:func:`_is_vllms`, a bound on the output)."""
+    if not (
+        type(offsets_local) is list
+        and type(offsets_remote) is list
+        and type(sizes) is list
+        and type(assume_sorted) is bool
+        and 0 < len(offsets_local) == len(offsets_remote) == len(sizes)
+    ):
+        merged = None
+    else:
+        try:
+            merged = _corun.merge_contiguous_blocks(offsets_local, offsets_remote, sizes, assume_sorted)
+        except (TypeError, OverflowError):
+            merged = None
+    if merged is None or not _is_vllms(merged):
+        _COUNTERS.add("moriio_vllm")
+        return own(worker, offsets_local, offsets_remote, sizes, assume_sorted)
+    _COUNTERS.add("moriio_calls")
+    return merged
+
+
 def _install_moriio() -> None:
     from vllm.distributed.kv_transfer.kv_connector.v1.moriio import moriio_connector as mo
 
@@ -409,31 +442,7 @@ def _install_moriio() -> None:
     own = cls.merge_contiguous_blocks
 
     @functools.wraps(own)
-    def corun_merge(self: Any, offsets_local: Any, offsets_remote: Any, sizes: Any, assume_sorted: bool = False) -> Any:
-        # Only what corun reads as vLLM does goes to corun (checks of O(1), and one of the
-        # output): three lists of one length, at least one block, a bool flag. Any
-        # other input (tuples, arrays, generators, an empty local list with others not)
-        # is vLLM's to answer, conversions and exceptions and all.
-        if not (
-            type(offsets_local) is list
-            and type(offsets_remote) is list
-            and type(sizes) is list
-            and type(assume_sorted) is bool
-            and 0 < len(offsets_local) == len(offsets_remote) == len(sizes)
-        ):
-            _COUNTERS.add("moriio_vllm")
-            return own(self, offsets_local, offsets_remote, sizes, assume_sorted)
-        try:
-            merged = _corun.merge_contiguous_blocks(offsets_local, offsets_remote, sizes, assume_sorted)
-        except (TypeError, OverflowError):
-            # An item corun does not take as an int (a float, a string, a Decimal, an
-            # object with __int__ only, np.bool_) or one outside int64: vLLM converts
-            # with int() semantics, or raises its own error.
-            merged = None
-        if merged is None or not _is_vllms(merged):
-            _COUNTERS.add("moriio_vllm")
-            return own(self, offsets_local, offsets_remote, sizes, assume_sorted)
-        _COUNTERS.add("moriio_calls")
-        return merged
+    def corun_merge(self: Any, offsets_local: Any, offsets_remote: Any, sizes: Any, assume_sorted: Any = False) -> Any:
+        return _moriio_merge(own, self, offsets_local, offsets_remote, sizes, assume_sorted)
 
     _LIFE.patch(cls, "merge_contiguous_blocks", guarded(_COUNTERS, "moriio", own)(corun_merge))
