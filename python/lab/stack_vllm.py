@@ -18,10 +18,12 @@ anything, as ``vllm serve`` does; every way runs in fresh processes.
 The request stream is ``lab.stack_common.request_stream`` (a ``lab.workloads`` stream in
 16-token blocks, a share repeating an earlier prompt's prefix): the decode side keeps
 its live requests decoding and finishes the oldest to hold its pool at the workload's
-occupancy, so both pools recycle and fragment. The prefill side writes every computed
-token's K and V in every layer with the pattern of ``lab.stack_common`` (owner, layer,
-K/V, position); the decode side checks every byte of every block of each request once
-its transfer is done (the blocks it pulled and its own prefix-cache hits).
+occupancy, so both pools recycle and fragment. Each side writes the K and V, in every
+layer, of the prompt tokens it computes (the prefill side all but its prefix hits; the
+decode side the last prompt token vLLM recomputes after a pull, and whole prompts a
+preempted request recomputes) with the pattern of ``lab.stack_common`` (owner, layer,
+K/V, position), slot by slot; the decode side checks every byte of every block of each
+request once its transfer is done (the blocks it pulled and its own prefix-cache hits).
 
 Measured in the decode process: ``descriptors`` are the ids vLLM hands NIXL, counted at
 the agent's ``make_prepped_xfer`` (vLLM 0.33 does not merge blocks: one id per region and
@@ -45,9 +47,8 @@ Shims (only where vLLM needs a model or a GPU):
   take 32-token blocks only (``No common block size for 16``); the worker is given
   ``FlashAttentionBackend``, what a CUDA deployment of this model with 16-token blocks
   selects (it imports and runs its class methods on CPU).
-- the model forward (``v1/worker/gpu_model_runner.py: execute_model``): the prefill
-  side writes the pattern into the scheduled tokens' slots, and both sides sample a
-  fixed token; the connector calls around it are the runner's
+- the model forward (``v1/worker/gpu_model_runner.py: execute_model``): each side
+  writes the pattern into the scheduled prompt tokens' slots, and samples a fixed token; the connector calls around it are the runner's
   (``bind_connector_metadata``, ``start_load_kv``, ``wait_for_save``, ``get_finished``,
   ``clear_connector_metadata``; ``kv_connector_model_runner_mixin.py``).
 
@@ -225,8 +226,7 @@ class Engine:
         if meta is not None:
             self.conn.bind_connector_metadata(meta)
             self.conn.start_load_kv(None)
-        if self.role == "prefill":
-            self.forward(out)
+        self.forward(out)
         if meta is not None:
             self.conn.wait_for_save()
         sending, recving = self.conn.get_finished(set(out.finished_req_ids))
@@ -249,9 +249,11 @@ class Engine:
         self.received |= recving or set()
 
     def forward(self, out):
-        """The shimmed forward: the prefill side writes the pattern into the slots of
-        the tokens scheduled this step (whole blocks: prompts are block-aligned and
-        prefix hits are whole blocks)."""
+        """The shimmed forward: the pattern into the slots of the prompt tokens scheduled
+        this step, on either side, as a model writes their KV (the prefill side's
+        prompts; on the decode side the prompt a preempted request recomputes, and the
+        prompt's last token, which vLLM computes locally after a pull; whole blocks:
+        prompts are block-aligned and prefix hits are whole blocks)."""
         for rid, n in out.num_scheduled_tokens.items():
             req = self.sched.requests[rid]
             owners = self.owners.get(rid)
@@ -261,8 +263,7 @@ class Engine:
             if owners is None or start >= len(owners) * BLOCK:
                 continue  # a decode token: no KV the transfer carries
             blocks = self.sched.kv_cache_manager.get_block_ids(rid)[0]
-            first, last = start // BLOCK, (start + n) // BLOCK
-            write_blocks(self.words, blocks[first:last], owners, first)
+            write_tokens(self.words, blocks, owners, start, min(start + n, len(owners) * BLOCK))
 
     # -- commands --
 
@@ -318,24 +319,38 @@ class Engine:
         self.received.discard(rid)
         self.live.append(rid)
         blocks = self.sched.kv_cache_manager.get_block_ids(rid)[0][:spec.blocks]
-        return check_blocks(self.words, blocks, self.owners.pop(rid))
+        return check_blocks(self.words, blocks, self.owners[rid])
 
     def finish(self, rid):
         from vllm.v1.request import RequestStatus
 
         self.sched.finish_requests([rid], RequestStatus.FINISHED_ABORTED)
+        self.owners.pop(rid, None)
 
 
-def write_blocks(words, blocks, owners, first):
-    """The pattern into ``blocks`` (the request's blocks ``first``.. of ``owners``)."""
+def write_tokens(words, blocks, owners, start, end):
+    """The pattern into the slots of the request's tokens ``start``..``end`` (``blocks``:
+    all of its block ids; ``owners``: per block). Only those slots are written: a
+    block's other slots keep what a transfer brought, so its check still tests them."""
+    a, b = -(-start // BLOCK), end // BLOCK  # the whole blocks inside the range
+    if a < b:
+        _write(words, blocks[a:b], owners, a, 0, BLOCK)
+    for blk in sorted({start // BLOCK, (end - 1) // BLOCK} - set(range(a, b))):
+        lo, hi = max(start, blk * BLOCK) - blk * BLOCK, min(end, (blk + 1) * BLOCK) - blk * BLOCK
+        if lo < hi:
+            _write(words, blocks[blk:blk + 1], owners, blk, lo, hi)
+
+
+def _write(words, blocks, owners, first, lo, hi):
+    """Slots ``lo``..``hi`` of the request's blocks ``first``.. (ids ``blocks``)."""
     idx = np.asarray(blocks, dtype=np.int64)
-    tokens = (np.arange(first, first + len(idx))[:, None] * BLOCK + np.arange(BLOCK)[None, :])
-    own = np.repeat(owners[first:first + len(idx)][:, None], BLOCK, axis=1)
+    tokens = np.arange(first, first + len(idx))[:, None] * BLOCK + np.arange(lo, hi)[None, :]
+    own = np.repeat(owners[first:first + len(idx)][:, None], hi - lo, axis=1)
     for layer, w in enumerate(words):
         for kv in (0, 1):
             # [blocks, N, H, words] of the pattern, stored [blocks, H, N, words].
             pat = sc.pattern(own, layer, kv, tokens, (HEADS, WORDS))
-            w[idx, :, :, kv * WORDS:(kv + 1) * WORDS] = pat.transpose(0, 2, 1, 3)
+            w[idx, :, lo:hi, kv * WORDS:(kv + 1) * WORDS] = pat.transpose(0, 2, 1, 3)
 
 
 def check_blocks(words, blocks, owners):
