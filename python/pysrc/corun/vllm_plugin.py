@@ -221,9 +221,9 @@ _remote_safely = guarded(_COUNTERS, "place", lambda request: None)(_remote_for)
 
 
 def _install_place() -> None:
-    from vllm.v1.core import single_type_kv_cache_manager as stm
-    from vllm.v1.core.block_pool import BlockPool
-    from vllm.v1.core.kv_cache_manager import KVCacheManager
+    from vllm.v1.core import single_type_kv_cache_manager as stm  # type: ignore[import-not-found, unused-ignore]
+    from vllm.v1.core.block_pool import BlockPool  # type: ignore[import-not-found, unused-ignore]
+    from vllm.v1.core.kv_cache_manager import KVCacheManager  # type: ignore[import-not-found, unused-ignore]
 
     allocate_slots = KVCacheManager.__dict__["allocate_slots"]
     allocate_external = stm.SingleTypeKVCacheManager.__dict__["allocate_external_computed_blocks"]
@@ -348,7 +348,7 @@ _wrap_worker_safely = guarded(_COUNTERS, "nixl_order", lambda worker: None)(_wra
 
 
 def _install_nixl_order() -> None:
-    from vllm.distributed.kv_transfer.kv_connector.v1.nixl import base_worker
+    from vllm.distributed.kv_transfer.kv_connector.v1.nixl import base_worker  # type: ignore[import-not-found, unused-ignore]
 
     cls = base_worker.NixlBaseConnectorWorker
     init = cls.__dict__["__init__"]
@@ -367,7 +367,7 @@ def _install_nixl_order() -> None:
 
 
 def _install_mooncake() -> None:
-    from vllm.distributed.kv_transfer.kv_connector.v1.mooncake import mooncake_connector as mc
+    from vllm.distributed.kv_transfer.kv_connector.v1.mooncake import mooncake_connector as mc  # type: ignore[import-not-found, unused-ignore]
 
     own = mc.group_concurrent_contiguous
 
@@ -436,7 +436,7 @@ def _moriio_merge(own: Callable[..., Any], worker: Any, offsets_local: Any, offs
 
 
 def _install_moriio() -> None:
-    from vllm.distributed.kv_transfer.kv_connector.v1.moriio import moriio_connector as mo
+    from vllm.distributed.kv_transfer.kv_connector.v1.moriio import moriio_connector as mo  # type: ignore[import-not-found, unused-ignore]
 
     cls = mo.MoRIIOConnectorWorker
     own = cls.merge_contiguous_blocks

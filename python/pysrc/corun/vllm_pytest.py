@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import Any
 
 from . import vllm_plugin
 
-if TYPE_CHECKING:
-    import pytest
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    import pytest
+def pytest_configure(config: Any) -> None:  # a pytest.Config
+    import pytest  # type: ignore[import-not-found, unused-ignore]
 
     wanted = vllm_plugin.enabled_features(os.environ.get("CORUN_VLLM") or "all")
     done = vllm_plugin.enable(sorted(wanted))
@@ -37,7 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
+def pytest_unconfigure(config: Any) -> None:
     path = os.environ.get("CORUN_VLLM_COUNTERS")
     if path:
         with open(path, "w") as f:
