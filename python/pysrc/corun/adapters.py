@@ -90,8 +90,16 @@ def vllm_place_front(
     run, so that ``block_pool.get_new_blocks(len(remote_block_ids))`` returns them in
     order. Reads at most ``window`` blocks from the queue's front; the blocks stay free
     (and cached) until ``get_new_blocks`` takes them. Returns ``corun.place``'s stats;
-    with ``fallback`` the queue is left as it was. Not enough free blocks:
-    ``ValueError`` (as ``get_new_blocks`` raises)."""
+    with ``fallback`` the queue is left as it was (so too when ``remote_block_ids``
+    repeats an id: nothing to pair run for run). Not enough free blocks: ``ValueError``
+    (as ``get_new_blocks`` raises).
+
+    A block is moved only if vLLM's own state says it is free: its ``ref_cnt`` is 0 and
+    both neighbours link to it. If any chosen block fails that (the queue was relinked
+    behind the mirror's wrappers), nothing is relinked, the mirror is read again from
+    the queue, and the call raises ``RuntimeError``: ``get_new_blocks`` then serves the
+    request from the queue as vLLM left it (the plugin's guard counts it in
+    ``place_errors``)."""
     queue = block_pool.free_block_queue
     first = np.asarray(remote_block_ids, dtype=np.int64)
     n = len(first)
@@ -100,16 +108,32 @@ def vllm_place_front(
     w = _window(n, queue.num_free_blocks, window)
     # The queue is a linked list of Python objects; its order is read from a mirror of
     # block ids kept in step with it (see `_mirror`), and the chosen blocks are relinked
-    # through it in Rust, checked in the queue before any link changes.
+    # through it in Rust, each checked in the queue before any link changes.
     mirror = _mirror(block_pool)
-    chosen, _, stats = place(first, mirror.front(w), direction=direction)
+    front = mirror.front(w)
+    try:
+        chosen, _, stats = place(first, front, direction=direction)
+    except ValueError:
+        # The mirror's ids are distinct and at least n: a repeat in the request's ids is
+        # the one way placing fails here, and it is vLLM's order, not an error.
+        if len(np.unique(first)) < n:
+            return _unplaced(first, front[:n], direction)
+        raise
     if not stats["fallback"]:
         try:
             mirror.move_front(queue, block_pool.blocks, chosen.tolist())
         except RuntimeError:
-            mirror.set_broken()  # out of step: read the queue again next time
+            mirror.reread(queue)  # the queue as it is now, for the next placement
             raise
     return stats
+
+
+def _unplaced(
+    first: npt.NDArray[np.int64], own: npt.NDArray[np.int64], direction: Literal["ascending", "either"]
+) -> PlaceStats:
+    """``place``'s stats for a request left to the allocator's own pages ``own``."""
+    own_runs = _runs(first, own, direction)
+    return {"bound": _runs(first, first, direction), "placed": own_runs, "own": own_runs, "split": 0, "fallback": True}
 
 
 # The methods of vLLM 0.33's ``FreeKVCacheBlockQueue`` that change it other than by
@@ -226,7 +250,7 @@ def sglang_place_batch(
     return list(zip(own_runs, got))
 
 
-def _runs(first: npt.NDArray[np.int64], second: npt.NDArray[Any], direction: Literal["ascending", "either"]) -> int:
+def _runs(first: npt.NDArray[np.int64], second: npt.NDArray[Any], direction: str) -> int:
     """Concurrent runs of one request's pairs (0 for none)."""
     if not len(first):
         return 0

@@ -10,7 +10,12 @@
 //! pops itself: they only shorten the front), so that reading the front costs what
 //! reading an array does. Only the attributes vLLM 0.33's queue and blocks have are
 //! used: `fake_free_list_head`, `fake_free_list_tail`, `next_free_block`,
-//! `prev_free_block`, `block_id`, `num_free_blocks`.
+//! `prev_free_block`, `block_id`, `ref_cnt`, `num_free_blocks`.
+//!
+//! The mirror is trusted for the order, never for what is free: before a block is moved
+//! it is checked in the queue itself (its reference count and both neighbours' links),
+//! since a queue relinked behind the wrappers can look unchanged where the mirror's
+//! cheap checks look (count, first, last block).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -96,6 +101,30 @@ impl Mirror {
         Self::set(&mut self.next, id, NONE);
         Self::set(&mut self.prev, id, NONE);
         self.count -= 1;
+    }
+    /// Whether `block` is free by vLLM's own state, or which check says it is not: its
+    /// reference count is 0 (``get_new_blocks`` asserts it of every block it pops), and
+    /// its neighbours' links agree that it stands between them (the queue's fake head
+    /// and tail at the ends). A block's own links alone are not enough: a held block
+    /// spliced in where a free one was leaves the free one's stale links in place, and
+    /// count, first and last unchanged.
+    fn is_free(block: &Bound<'_, PyAny>) -> PyResult<Result<(), &'static str>> {
+        let py = block.py();
+        let (next, prev) = (intern!(py, "next_free_block"), intern!(py, "prev_free_block"));
+        if block.getattr(intern!(py, "ref_cnt"))?.extract::<i64>().ok() != Some(0) {
+            return Ok(Err("its ref_cnt is not 0"));
+        }
+        let (p, n) = (block.getattr(prev)?, block.getattr(next)?);
+        if p.is_none() || n.is_none() {
+            return Ok(Err("its links are None"));
+        }
+        if !p.getattr(next)?.is(block) {
+            return Ok(Err("its previous block's next_free_block is another block"));
+        }
+        if !n.getattr(prev)?.is(block) {
+            return Ok(Err("its next block's prev_free_block is another block"));
+        }
+        Ok(Ok(()))
     }
     fn first(&self) -> Option<u32> {
         Some(self.link(&self.next, self.head())).filter(|&b| b < self.head())
@@ -257,9 +286,9 @@ impl Mirror {
     /// of every block, by id; ``ids`` distinct, of free blocks) to the front of vLLM's
     /// free queue ``queue`` in the given order, and the mirror with them: what
     /// ``queue.remove`` of each then ``queue.prepend_n`` do, in one pass. Every block is
-    /// checked first, in the queue itself, to be free and held by the mirror
-    /// (``RuntimeError`` otherwise, as ``remove`` raises), so that a failing call changes
-    /// nothing.
+    /// checked first, in the queue itself (see [`Mirror::is_free`]), and in the mirror;
+    /// if any fails, nothing is relinked and the call is a ``RuntimeError`` (as
+    /// ``remove`` raises) naming the block and what failed.
     fn move_front(
         &mut self,
         queue: &Bound<'_, PyAny>,
@@ -282,10 +311,17 @@ impl Mirror {
                     blocks.len()
                 ))
             })?;
-            let free = !b.getattr(prev_attr)?.is_none() && !b.getattr(next_attr)?.is_none();
-            if !free || !self.holds(id) {
+            let why = if self.holds(id) {
+                Self::is_free(&b)?.err()
+            } else {
+                Some("the mirror does not hold it")
+            };
+            if let Some(why) = why {
+                // The queue is not what the mirror says (changed behind the wrappers):
+                // vLLM's own allocation serves this call; the adapter reads the queue again.
                 return Err(PyRuntimeError::new_err(format!(
-                    "corun: block {id} is not in the free queue"
+                    "corun: block {id} is not in the free queue: {why}; the queue was changed \
+                     behind corun's wrappers, nothing was moved"
                 )));
             }
             moved.push(b);
