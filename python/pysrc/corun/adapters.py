@@ -250,7 +250,7 @@ def sglang_place_batch(
     return list(zip(own_runs, got))
 
 
-def _runs(first: npt.NDArray[np.int64], second: npt.NDArray[Any], direction: str) -> int:
+def _runs(first: npt.NDArray[np.int64], second: npt.NDArray[Any], direction: Literal["ascending", "either"]) -> int:
     """Concurrent runs of one request's pairs (0 for none)."""
     if not len(first):
         return 0
