@@ -81,3 +81,68 @@ def test_plugin_on_moves_no_more_descriptors_and_is_loaded(lines):
     assert int(on["placed"]) + int(on["fallback"]) == int(on["requests"])
     # Transfer times are one noisy VM's (2 cores shared): on's median within 25% of off's.
     assert float(on["xfer_ms_p50"]) <= 1.25 * float(off["xfer_ms_p50"]), lines
+
+
+# --- NIXL: the counting at the agent, on a real agent pair (the whole run is the full form's:
+# its quick form takes longer than CI's budget for one more test) ----------------------------
+
+
+def test_nixl_counting_is_what_sglang_hands_and_what_nixl_posts(monkeypatch):
+    # SGLang's NIXL path posts a request as make_prepped_xfer of one id per page and buffer;
+    # the counter must report those ids as handed and NIXL's own post-merge count as posted.
+    if importlib.util.find_spec("nixl_cu12") is None:
+        pytest.skip("nixl-cu12 is not installed here")
+    import numpy as np
+
+    monkeypatch.setenv("NIXL_TELEMETRY_ENABLE", "y")  # read when an agent is made
+    from nixl_cu12._api import nixl_agent, nixl_agent_config
+
+    page, pages = 1024, 16
+    src = np.arange(page * pages, dtype=np.uint64).view(np.uint8)
+    dst = np.zeros_like(src)
+    a = nixl_agent("s2-src", nixl_agent_config(backends=["UCX"]))  # SGLang's: no capture_telemetry
+    b = nixl_agent("s2-dst", nixl_agent_config(backends=["UCX"]))
+    for agent, arr in ((a, src), (b, dst)):
+        regs = agent.get_reg_descs(np.array([[arr.ctypes.data, arr.nbytes, 0]], np.uint64), "DRAM")
+        assert agent.register_memory(regs) is not None
+    a.add_remote_agent(b.get_agent_metadata())
+
+    def rows(base):
+        addrs = np.uint64(base) + np.arange(pages, dtype=np.uint64) * np.uint64(page)
+        return np.column_stack((addrs, np.full_like(addrs, page), np.zeros_like(addrs)))
+
+    local = a.prep_xfer_dlist("", rows(src.ctypes.data), "DRAM")
+    remote = a.prep_xfer_dlist("s2-dst", rows(dst.ctypes.data), "DRAM")
+    counted = stack_sglang._NixlCounted(a)
+    # Pages 2..5 -> 8..11 (one run), 9 -> 0, 12..13 -> 3..4 (one run): 7 ids, 3 runs.
+    src_ids, dst_ids = [2, 3, 4, 5, 9, 12, 13], [8, 9, 10, 11, 0, 3, 4]
+    handle = a.make_prepped_xfer("WRITE", local, src_ids, remote, dst_ids)
+    state = a.transfer(handle)
+    while state not in ("DONE", "ERR"):
+        state = a.check_xfer_state(handle)
+    assert state == "DONE"
+    assert a.check_xfer_state(handle) == "DONE"  # polled again: counted once
+    for s, d in zip(src_ids, dst_ids):
+        assert np.array_equal(dst[d * page:(d + 1) * page], src[s * page:(s + 1) * page])
+    assert (counted.calls, counted.descriptors, counted.failed) == (1, 7, 0)
+    assert counted.extra == {"nixl_posted": 3}
+    # The aux path: initialize_xfer of a list, its descCount() handed.
+    descs = rows(src.ctypes.data)[:2], rows(dst.ctypes.data)[14:]
+    handle = a.initialize_xfer("WRITE", a.get_xfer_descs(descs[0], "DRAM"),
+                               a.get_xfer_descs(descs[1], "DRAM"), "s2-dst")
+    state = a.transfer(handle)
+    while state not in ("DONE", "ERR"):
+        state = a.check_xfer_state(handle)
+    assert (counted.calls, counted.descriptors, counted.failed) == (2, 9, 0)
+    # NIXL merges only prepped descriptors: the two adjacent ones of this list post as two.
+    assert counted.extra == {"nixl_posted": 5}
+
+
+def test_connector_option_defaults_to_mooncake_and_names_results():
+    ap = stack_sglang._parser()
+    assert sc.parse(ap, ["--quick"]).connector == "mooncake"
+    assert sc.parse(ap, ["--quick", "--connector", "nixl"]).connector == "nixl"
+    with pytest.raises(SystemExit):
+        sc.parse(ap, ["--connector", "rdma"])
+    assert stack_sglang.results_name("mooncake") == "stack-e2e-sglang.txt"
+    assert stack_sglang.results_name("nixl") == "stack-e2e-sglang-nixl.txt"
