@@ -397,9 +397,18 @@ def _install_mooncake() -> None:
 _EXACT = 2**62
 
 
-def _is_vllms(merged: Tuple[List[int], List[int], List[int]]) -> bool:
-    """Whether corun's exact ``merged`` is what vLLM's wrapping int64 code returns."""
-    return all(-_EXACT < min(column) and max(column) < _EXACT for column in merged if column)
+def _is_vllms(merged: Tuple[List[int], List[int], List[int]], local_sorted: bool) -> bool:
+    """Whether corun's exact ``merged`` is what vLLM's wrapping int64 code returns.
+    ``local_sorted``: the merged local offsets ascend (they are sorted unless
+    ``assume_sorted``), so their ends bound them and that column needs no pass."""
+    local, remote, sizes = merged
+    if local_sorted:
+        if not (-_EXACT < local[0] and local[-1] < _EXACT):
+            return False
+        columns = (remote, sizes)
+    else:
+        columns = merged
+    return all(-_EXACT < min(column) and max(column) < _EXACT for column in columns)
 
 
 def _moriio_merge(own: Callable[..., Any], worker: Any, offsets_local: Any, offsets_remote: Any, sizes: Any,
@@ -428,7 +437,7 @@ def _moriio_merge(own: Callable[..., Any], worker: Any, offsets_local: Any, offs
             merged = _corun.merge_contiguous_blocks(offsets_local, offsets_remote, sizes, assume_sorted)
         except (TypeError, OverflowError):
             merged = None
-    if merged is None or not _is_vllms(merged):
+    if merged is None or not _is_vllms(merged, not assume_sorted):
         _COUNTERS.add("moriio_vllm")
         return own(worker, offsets_local, offsets_remote, sizes, assume_sorted)
     _COUNTERS.add("moriio_calls")
