@@ -2,14 +2,17 @@
 
 use core::num::NonZeroUsize;
 
+use crate::error::Error;
 use crate::error::check_lengths;
+use crate::index::Index;
 use crate::kernel::{Scan, count_breaks};
 use crate::lanes::BLOCK;
+use crate::runs::Runs;
 #[cfg(feature = "heapless")]
 use crate::sink::Tail;
 use crate::sink::{Sink, Slots};
+use crate::span::{Progress, Span};
 use crate::step::Steps;
-use crate::{Error, Index, Progress, Runs, Span};
 
 /// Grouping options, applied by its methods. The crate-level functions use the defaults.
 ///

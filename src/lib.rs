@@ -49,17 +49,18 @@
 //!
 //! The layers, from the bottom; each uses only those below it:
 //!
-//! 1. **Index types** (`index`): the sealed [`Index`] trait for `u32`, `i32`, `u64`,
-//!    `i64`, with the one exact step test (`follows_by`) that the kernel and the
-//!    reference both rest on.
-//! 2. **Lanes** (`lanes`): a small vector trait over `wide`'s types (add, xor, compare,
+//! 1. **Lanes** (`lanes`): a small vector trait over `wide`'s types (add, xor, compare,
 //!    top-bit mask), and the one place that picks a vector per index type and SIMD level.
+//! 2. **Index types** (`index`): the sealed [`Index`] trait for `u32`, `i32`, `u64`,
+//!    `i64`, which names each type's lane vector (so it sits on `lanes`), with the one
+//!    exact step test (`follows_by`) that the kernel and the reference both rest on.
 //! 3. **Kernel** (`kernel`, `step`): the break scan, written once over lanes: a 64-bit
 //!    mask of breaks per block of 64 position pairs ([below](#the-kernel), in
 //!    pseudocode).
 //! 4. **Runs** ([`Grouper`], [`Runs`]): spans from the masks into every output form: a
 //!    count, a caller's slice, a `heapless::Vec`, a `Vec`, a lazy iterator; each stops at
 //!    a run boundary when full and says where to resume.
+//!
 //! 5. **Descriptors** ([`desc`]): a [`desc::Plan`] holds the runs of one request; a
 //!    [`desc::Layout`] lists the layer buffers; writers turn the two into descriptors or
 //!    RDMA gather lists through one output-sink abstraction, with every address computed
@@ -69,7 +70,12 @@
 //!    arrays become slices only when aligned and contiguous). The only `unsafe` code is
 //!    there.
 //!
-//! Beside them, [`scalar`] is the oracle: one position at a time, written from the
+//! On the runs, beside the descriptors, stands the **order wing** (`order`): order-free
+//! grouping ([`sort_by_destination`]) and placement ([`place`](place())), with the sorts
+//! they share (one radix sort, one introsort). It uses the runs, the index types and the
+//! errors, never the kernel directly nor `desc`.
+//!
+//! Beside them all, [`scalar`] is the oracle: one position at a time, written from the
 //! definition, sharing nothing with the fast paths but the index types, so that a bug in
 //! one cannot hide in the other. Every fast path, index type and SIMD backend is tested
 //! against it.
@@ -155,24 +161,23 @@ mod grouper;
 mod index;
 mod kernel;
 mod lanes;
-pub mod place;
+mod order;
 mod runs;
 pub mod scalar;
 mod sink;
-mod sort;
 mod span;
 mod step;
-mod unordered;
 
 pub use error::Error;
 pub use grouper::{Direction, Grouper};
 #[cfg(feature = "heapless")]
 pub use heapless;
 pub use index::Index;
-pub use place::{Placement, place, place_scratch_len};
+pub use order::place;
+pub use order::place::{Placement, place, place_scratch_len};
+pub use order::sort_by_destination;
 pub use runs::Runs;
 pub use span::{Progress, Span};
-pub use unordered::sort_by_destination;
 
 /// Counts the runs of `src`/`dst` without writing them.
 ///

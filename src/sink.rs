@@ -25,7 +25,7 @@ pub(crate) trait Sink<X> {
 
 /// A sink whose outputs are a slice: what it added can be reordered (a descending gather
 /// request's segments).
-pub(crate) trait Written<X>: Sink<X> {
+pub(crate) trait Reversible<X>: Sink<X> {
     /// The outputs added through this sink, in order.
     fn written(&mut self) -> &mut [X];
     /// Reverses the order of the last `n` outputs added (all of them if fewer).
@@ -69,7 +69,7 @@ impl<X> Sink<X> for Slots<'_, X> {
     }
 }
 
-impl<X> Written<X> for Slots<'_, X> {
+impl<X> Reversible<X> for Slots<'_, X> {
     fn written(&mut self) -> &mut [X] {
         let len = self.len.min(self.out.len());
         self.out.split_at_mut(len).0
@@ -99,7 +99,7 @@ impl<X, const N: usize> Sink<X> for Tail<'_, X, N> {
 }
 
 #[cfg(feature = "heapless")]
-impl<X, const N: usize> Written<X> for Tail<'_, X, N> {
+impl<X, const N: usize> Reversible<X> for Tail<'_, X, N> {
     fn written(&mut self) -> &mut [X] {
         let from = self.out.len().saturating_sub(self.added);
         self.out.get_mut(from..).unwrap_or_default()
@@ -121,7 +121,7 @@ impl<X> Sink<X> for alloc::vec::Vec<X> {
 }
 
 #[cfg(feature = "alloc")]
-impl<X> Written<X> for alloc::vec::Vec<X> {
+impl<X> Reversible<X> for alloc::vec::Vec<X> {
     fn written(&mut self) -> &mut [X] {
         self
     }

@@ -8,7 +8,7 @@ use crate::Index;
 use crate::index::follows_by;
 #[cfg(feature = "heapless")]
 use crate::sink::Tail;
-use crate::sink::{Sink, Slots, Written};
+use crate::sink::{Reversible, Sink, Slots};
 
 /// One local segment of a work request (an `ibv_sge` without the key).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -154,7 +154,7 @@ impl<T: Index> Plan<'_, T> {
         max_sge: usize,
         start: &Cursor,
         requests: &mut impl Sink<WorkRequest>,
-        sges: &mut impl Written<Sge>,
+        sges: &mut impl Reversible<Sge>,
     ) -> Result<GatherWritten, Error> {
         let mut c = *start;
         layout.check()?;

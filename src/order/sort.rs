@@ -1,8 +1,11 @@
-//! The crate's in-place sorts: a heap sort (placement's tables) and an introsort built on
-//! it (order-free grouping's pairs and run records): no allocation, no recursion, and no
-//! index that can panic, so the no-panic probe links.
+//! The comparison sorts of the order wing: an introsort (quicksort, insertion sort for
+//! short ranges, a heap sort for ranges whose pivots went bad) over any [`Table`] of rows
+//! compared and swapped by index. Order-free grouping sorts its run records with it, and
+//! every radix sort ([`radix`](super::radix)) falls back to it for short columns or keys
+//! too wide to pack. No allocation, no recursion, and no index that can panic, so the
+//! no-panic probe links.
 
-/// What [`heap_sort`] sorts: rows compared and swapped by index.
+/// What [`intro_sort`] sorts: rows compared and swapped by index.
 pub(crate) trait Table {
     /// Number of rows.
     fn rows(&self) -> usize;
@@ -27,63 +30,6 @@ impl Table for Words<'_> {
     }
 }
 
-/// Sorts `keys` ascending: an LSD radix sort, 8 bits a pass (as many passes as the
-/// largest key has bytes), with `scratch` as its second buffer (at least `keys.len()`
-/// words; its contents are lost). Short columns, or a short `scratch`, are introsorted.
-/// Placement's packed sorts: `O(n)` a pass against the introsort's `O(n log n)`
-/// comparisons and swaps.
-pub(crate) fn radix_sort(keys: &mut [usize], scratch: &mut [usize]) {
-    let n = keys.len();
-    let Some(scratch) = scratch.get_mut(..n).filter(|_| n >= RADIX_MIN) else {
-        return intro_sort(&mut Words(keys));
-    };
-    let top = keys.iter().copied().max().unwrap_or(0);
-    let passes = (usize::BITS - top.leading_zeros()).div_ceil(8);
-    for pass in 0..passes {
-        if pass % 2 == 0 {
-            scatter(keys, scratch, 8 * pass);
-        } else {
-            scatter(scratch, keys, 8 * pass);
-        }
-    }
-    if passes % 2 == 1 {
-        keys.copy_from_slice(scratch);
-    }
-}
-
-/// Fewer keys than this are introsorted (a radix pass's 256 counts would cost more).
-const RADIX_MIN: usize = 64;
-
-/// Where the items of each of the 256 digits start in a stable radix pass over items
-/// whose digits are `digits` (in item order): the counts, summed up to each digit.
-pub(crate) fn digit_starts(digits: impl Iterator<Item = usize>) -> [usize; 256] {
-    let mut next = [0usize; 256];
-    for d in digits {
-        if let Some(c) = next.get_mut(d) {
-            *c += 1;
-        }
-    }
-    let mut sum = 0;
-    for c in next.iter_mut() {
-        (*c, sum) = (sum, sum + *c);
-    }
-    next
-}
-
-/// Copies `from` into `to` ordered by bits `shift..shift + 8`, stably (one radix pass).
-fn scatter(from: &[usize], to: &mut [usize], shift: u32) {
-    let digit = |k: usize| (k >> shift) & 0xff;
-    let mut next = digit_starts(from.iter().map(|&k| digit(k)));
-    for &k in from {
-        if let Some(at) = next.get_mut(digit(k)) {
-            if let Some(slot) = to.get_mut(*at) {
-                *slot = k;
-            }
-            *at += 1;
-        }
-    }
-}
-
 /// Swaps two items, doing nothing for an index out of range.
 pub(crate) fn swap<T: Copy>(v: &mut [T], i: usize, j: usize) {
     if let (Some(&a), Some(&b)) = (v.get(i), v.get(j)) {
@@ -96,8 +42,9 @@ pub(crate) fn swap<T: Copy>(v: &mut [T], i: usize, j: usize) {
     }
 }
 
-/// Sorts a table ascending by [`Table::less`] (a heap sort: in place, no recursion).
-pub(crate) fn heap_sort(t: &mut impl Table) {
+/// Sorts a table ascending by [`Table::less`] (a heap sort: in place, no recursion):
+/// [`intro_sort`]'s worst-case guard.
+fn heap_sort(t: &mut impl Table) {
     let n = t.rows();
     for start in (0..n / 2).rev() {
         sift_down(t, start, n);

@@ -2,8 +2,10 @@
 //! once, whatever the order the lists came in), sorting them by destination first gives
 //! the fewest runs any order can have. Sorting needs the caller's buffers, not a heap.
 
-use crate::sort::{self, Table};
-use crate::{Error, Index};
+use super::radix::{RADIX_MIN, radix_sort_by};
+use super::sort::{Table, intro_sort, swap};
+use crate::error::{Error, check_lengths};
+use crate::index::Index;
 
 /// Copies the pairs of `src`/`dst` into `src_out`/`dst_out` sorted by destination, so that
 /// grouping the outputs (any [`Grouper`](crate::Grouper) form) gives the fewest transfers
@@ -41,7 +43,7 @@ pub fn sort_by_destination<T: Index>(
     src_out: &mut [T],
     dst_out: &mut [T],
 ) -> Result<(), Error> {
-    let n = crate::error::check_lengths(src, dst)?;
+    let n = check_lengths(src, dst)?;
     for out in [src_out.len(), dst_out.len()] {
         if out != n {
             return Err(Error::LengthMismatch { src: n, dst: out });
@@ -80,7 +82,7 @@ fn by_runs<T: Index>(src: &[T], dst: &[T], src_out: &mut [T], dst_out: &mut [T])
         (k, at) = (k + 1, at + run.len);
     }
     let (keys, values) = (dst_out.get_mut(..k)?, src_out.get_mut(..k)?);
-    sort::intro_sort(&mut Pairs { keys, values });
+    intro_sort(&mut Pairs { keys, values });
     // From the last run to the first: run `j` lands at `end - len`, which is `j` or
     // later (each run before it holds a page), so it never covers a record still unread.
     let (mut end, mut next_lowest) = (n, None);
@@ -110,48 +112,34 @@ fn by_runs<T: Index>(src: &[T], dst: &[T], src_out: &mut [T], dst_out: &mut [T])
 }
 
 /// Sorts the pairs by destination, pages one by one. When the destinations span at
-/// most 2^32 ids and the positions fit `T`, an LSD radix sort of the *positions*, 8 bits
-/// a pass, with the two outputs as its two buffers (the last pass lands in `src_out`),
-/// then one gather of the pairs: `O(n)` for up to 4 passes, no memory beyond the
-/// outputs and 2 KiB of counts on the stack. Otherwise (few pages, or ids spread over
-/// more than 2^32) the pairs are introsorted.
+/// most 2^32 ids and the positions fit `T`, the order's one radix sort
+/// ([`radix_sort_by`]) of the *positions* by their destination's offset (at most 4
+/// passes, the two outputs as its two buffers), then one gather of the pairs: `O(n)`, no
+/// memory beyond the outputs and 2 KiB of counts on the stack. Otherwise (few pages, or
+/// ids spread over more than 2^32) the pairs are introsorted.
 fn by_pages<T: Index>(src: &[T], dst: &[T], src_out: &mut [T], dst_out: &mut [T]) {
     let n = dst.len();
     let low = dst.iter().map(|v| v.widen()).min().unwrap_or(0);
     let high = dst.iter().map(|v| v.widen()).max().unwrap_or(0);
-    let passes = (128 - (high - low).leading_zeros()).div_ceil(8).max(1);
-    if n < RADIX_MIN || passes > 4 || position::<T>(n - 1).is_none() {
-        src_out.copy_from_slice(src);
-        dst_out.copy_from_slice(dst);
-        return sort::intro_sort(&mut Pairs { keys: dst_out, values: src_out });
-    }
-    // Bits `shift..shift + 8` of a destination's offset from `low` (under 2^32).
-    let digit = |v: &T, shift: u32| ((v.widen() - low) as u64 >> shift) as usize & 0xff;
+    let top =
+        usize::try_from(high - low).ok().filter(|&t| u64::try_from(t).is_ok_and(|t| t >> 32 == 0));
     let at = |p: &T| usize::try_from(p.widen()).unwrap_or(0);
-    // Pass k writes the buffer of its parity; the last one is `src_out`.
-    let (mut from, mut to) = if passes % 2 == 1 {
-        (&mut *dst_out, &mut *src_out)
-    } else {
-        (&mut *src_out, &mut *dst_out)
-    };
-    for pass in 0..passes {
-        let shift = 8 * pass;
-        let mut next = sort::digit_starts(dst.iter().map(|v| digit(v, shift)));
-        // Stable: each pass keeps the order of the one before within a digit.
-        let mut put = |p: T, next: &mut [usize; 256]| {
-            let Some(v) = dst.get(at(&p)) else { return };
-            let Some(slot) = next.get_mut(digit(v, shift)) else { return };
-            if let Some(o) = to.get_mut(*slot) {
+    let radixed = match top {
+        Some(top) if n >= RADIX_MIN && position::<T>(n - 1).is_some() => {
+            for (o, p) in src_out.iter_mut().zip((0..n).filter_map(position::<T>)) {
                 *o = p;
             }
-            *slot += 1;
-        };
-        if pass == 0 {
-            (0..n).filter_map(position::<T>).for_each(|p| put(p, &mut next));
-        } else {
-            from.iter().for_each(|&p| put(p, &mut next));
+            // A destination's offset from `low`, under 2^32: it fits.
+            let offset =
+                |p: T| dst.get(at(&p)).map_or(0, |v| usize::try_from(v.widen() - low).unwrap_or(0));
+            radix_sort_by(src_out, dst_out, top, offset)
         }
-        core::mem::swap(&mut from, &mut to);
+        _ => false,
+    };
+    if !radixed {
+        src_out.copy_from_slice(src);
+        dst_out.copy_from_slice(dst);
+        return intro_sort(&mut Pairs { keys: dst_out, values: src_out });
     }
     // `src_out` holds the positions in destination order: gather the pairs.
     for (d, p) in dst_out.iter_mut().zip(src_out.iter()) {
@@ -161,9 +149,6 @@ fn by_pages<T: Index>(src: &[T], dst: &[T], src_out: &mut [T], dst_out: &mut [T]
         *s_ = src.get(at(s_)).copied().unwrap_or(*s_);
     }
 }
-
-/// Fewer pages than this are introsorted (the radix passes' counts would cost more).
-const RADIX_MIN: usize = 256;
 
 /// One maximal run of `dst`, stepping by +1 or by -1, from a given position on.
 struct Run<T> {
@@ -221,7 +206,7 @@ impl<T: Index> Table for Pairs<'_, T> {
         self.keys.get(i) < self.keys.get(j)
     }
     fn swap(&mut self, i: usize, j: usize) {
-        sort::swap(self.keys, i, j);
-        sort::swap(self.values, i, j);
+        swap(self.keys, i, j);
+        swap(self.values, i, j);
     }
 }

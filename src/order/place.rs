@@ -1,0 +1,259 @@
+//! Placement: choosing the second side's pages so that the runs pair up.
+//!
+//! However fast runs are found, their number is fixed when the pages are allocated. In
+//! disaggregated serving one side allocates knowing the other side's pages (SGLang's
+//! decode side sends its pages before the prefill side allocates; vLLM's pull mode
+//! allocates on the decode side after prefill returned its block ids), so the second
+//! allocator can choose pages that mirror the first side's runs. [`place`] does that.
+//!
+//! # The rule
+//!
+//! - The first side's *runs* are corun's own grouping of `first` with itself (ascending,
+//!   or either direction with [`Direction::Either`]). Their number is the *bound*: no
+//!   choice of pages gives fewer concurrent runs.
+//! - The second side's *extents* are the maximal sets of consecutive ids among the pages
+//!   of `free`, wherever they stand in it. `free` is the *window*: the part of the
+//!   allocator's priority order (a prefix of its free list) the caller lets placement
+//!   choose from, so inside it list order is not a cost, and id order is what makes a
+//!   transfer one descriptor. Reading extents by id, not as stretches of the list, is
+//!   what keeps placement near the bound after thousands of requests: with 1-token pages
+//!   on vLLM's free queue, stretches of the list took 42% of the room between the
+//!   allocator's own pages and the bound, extents by id 99.7% (`python/replay.py`).
+//! - Each run, longest first (ties: the earlier run), goes whole into the extent with the
+//!   *least* room that still holds it (best fit; ties: the lower ids), taking that
+//!   extent's highest ids, so that what stays free of an extent is always its low part.
+//!   Best fit keeps large extents for large runs and leaves few fragments behind.
+//! - Runs that no extent holds whole are split last, longest first, each filled from the
+//!   extent with the most room left (ties: the lower ids), again from its top, piece by
+//!   piece. Every piece is written in its run's direction, so the pair steps together.
+//! - Unless the result has fewer concurrent runs than the allocator's own choice (the
+//!   front `first.len()` pages of the list, in order), that choice is returned instead:
+//!   placement never makes a request worse, and leaves the allocator's order alone when
+//!   it gains nothing.
+//! - A page listed twice in `first` or in `free` is an error naming both positions
+//!   ([`Error::DuplicatePage`]): placed, it would be handed out twice.
+//!
+//! The caller chooses how deep into its priority order placement may reach by how much of
+//! the free list it passes. Passing exactly `first.len()` pages makes placement a pairing
+//! of the allocator's own pages: the same pages leave the free list as without it, only
+//! their order changes (what `corun.adapters` does for SGLang, whose sorted free list is
+//! already the best sweep there is: deeper windows fragmented it).
+//!
+//! # Cost
+//!
+//! For `n` pages in `r` first-side runs and a window of `f` pages in `e` stretches (pages
+//! stepping by +1 or -1 in list order) and `x <= e` extents: `O(n + f)` to find the runs
+//! and stretches (corun's own SIMD grouping) and to write the chosen pages and the rest;
+//! a sort of the runs by lowest id and one of the stretches (which also finds duplicates:
+//! within a run or stretch there are none, so two overlapping ones hold every page listed
+//! twice) and one of the runs by length, each a radix sort of one packed word per range
+//! (`O(r + e)` a pass, at most 8 passes) or, when the words do not pack, an introsort
+//! (`O(r log r + e log e)`); and `O((r + x) log x)` to choose the extents: each run and
+//! each piece of a split run asks two trees over the extents (best fit, most room) and
+//! updates one path (`fit.rs`; pieces number at most `r + x`). In all `O((n + f) log(n +
+//! f))` in the worst case, split runs included; never a sort of pages, never a scan of the
+//! window or of the extents per run. No allocation: `scratch` holds
+//! [`place_scratch_len`]`(n, f)` words.
+//!
+//! ```text
+//! runs     = grouping(first, first)                    # r runs
+//! reject a page listed twice in first or in free       # overlapping runs / stretches
+//! extents  = consecutive ids in free, in id order, in two trees (fit.rs)
+//! for run in sort(runs, by length descending, then position):
+//!     extent = the least room >= len(run), lowest ids on ties   (O(log x))
+//!     if any: give run the extent's top len(run) ids, in its direction
+//! for run still unplaced (longest first):
+//!     while pages missing: give it the top of the extent with the most room
+//! if runs(first, chosen) >= runs(first, free[..n]): chosen = free[..n]
+//! rest = free without chosen, in list order            # stretch by stretch
+//! ```
+
+use super::fit::Fit;
+use super::ranges::{Ranges, prefix};
+use crate::error::Error;
+use crate::grouper::{Direction, Grouper};
+use crate::index::Index;
+
+/// Scratch words [`place`] needs for a request of `pages` pages from a window of `free`
+/// pages: two per first-side run (start, length), at most one run per page, and four per
+/// stretch of the window, at most one stretch per page (its position and length, then
+/// its extent; an extent's lowest page and room; the sorts' second buffer, then the
+/// extents' trees, half a word per extent). Saturating: a length nothing can hold is reported by
+/// `place` as too short.
+pub const fn place_scratch_len(pages: usize, free: usize) -> usize {
+    pages.saturating_mul(2).saturating_add(free.saturating_mul(4))
+}
+
+/// What [`place`] did, in concurrent runs (descriptors per layer buffer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Placement {
+    /// Runs of the first side alone: the fewest any placement can reach.
+    pub bound: usize,
+    /// Concurrent runs of `first` with the chosen pages.
+    pub placed: usize,
+    /// Concurrent runs of `first` with the allocator's own choice (`free[..n]`).
+    pub own: usize,
+    /// First-side runs that no extent held whole and were split.
+    pub split: usize,
+    /// `true` when the chosen pages are the allocator's own choice (`free[..n]`), because
+    /// placing was no better; then `placed == own`.
+    pub fallback: bool,
+}
+
+/// Chooses the second side's pages for a request whose first side has pages `first` (in
+/// request order), from the window `free` (the allocator's free list, or its front, in
+/// its priority order: the page it would hand out first comes first). The rule and its
+/// cost are in the [module docs](self).
+///
+/// Writes `chosen[i]`, the page paired with `first[i]`, and `rest`: `free` without the
+/// chosen pages, in its order. The chosen pages are distinct pages of `free`. Errors,
+/// with nothing written: [`Error::NotEnoughFree`] when `free` is shorter than `first`;
+/// [`Error::DuplicatePage`] naming `first` or `free` and two positions that hold one
+/// page; [`Error::BufferLength`] naming `chosen` (must be `first.len()`), `rest`
+/// (`free.len() - first.len()`) or `scratch` (at least
+/// [`place_scratch_len`]`(first.len(), free.len())`).
+///
+/// ```
+/// use corun::{Direction, place, place_scratch_len};
+///
+/// // The first side's pages: a descending run of 3 and an ascending run of 2.
+/// let first = [52u32, 51, 50, 7, 8];
+/// // The second side's free list, in its priority order: 40..=43 and 20, 21 are
+/// // extents (consecutive ids), wherever they stand in the list.
+/// let free = [3u32, 21, 41, 40, 9, 42, 43, 20];
+/// let (mut chosen, mut rest) = ([0; 5], [0; 3]);
+/// let mut scratch = [0; place_scratch_len(5, 8)];
+/// let p = place(&first, &free, Direction::Either, &mut chosen, &mut rest, &mut scratch)?;
+/// // The run of 3 takes the top of 40..=43; the run of 2 fits 20, 21 exactly.
+/// assert_eq!(chosen, [43, 42, 41, 20, 21]);
+/// assert_eq!(rest, [3, 40, 9]);
+/// assert_eq!((p.bound, p.placed, p.own), (2, 2, 5));
+/// # Ok::<(), corun::Error>(())
+/// ```
+pub fn place<T: Index>(
+    first: &[T],
+    free: &[T],
+    direction: Direction,
+    chosen: &mut [T],
+    rest: &mut [T],
+    scratch: &mut [usize],
+) -> Result<Placement, Error> {
+    let n = first.len();
+    let Some((front, back)) = free.split_at_checked(n) else {
+        return Err(Error::NotEnoughFree { pages: n, free: free.len() });
+    };
+    buffer_length("chosen", n, chosen.len())?;
+    buffer_length("rest", back.len(), rest.len())?;
+    let f = free.len();
+    let (needed, len) = (place_scratch_len(n, f), scratch.len());
+    let words = scratch
+        .get_mut(..needed)
+        .filter(|_| needed != usize::MAX)
+        .ok_or(Error::BufferLength { buffer: "scratch", needed, len })?;
+    let (runs, more) = words.split_at_mut(2 * n);
+    let (starts, lens) = runs.split_at_mut(n);
+    let (at, more) = more.split_at_mut(f);
+    let (lengths, more) = more.split_at_mut(f);
+    let (order, spare) = more.split_at_mut(f);
+
+    // The first side's runs and the window's stretches, each ordered by lowest id: no
+    // page repeats inside one, so pages listed twice show as two that overlap.
+    let grouper = Grouper::new().direction(direction);
+    let mut runs = Ranges::fill(grouper.runs(first, first)?, starts, lens, first);
+    runs.order_by_low("first", order, spare)?;
+    let either = Grouper::new().direction(Direction::Either);
+    let stretches = Ranges::fill(either.runs(free, free)?, at, lengths, free);
+    stretches.sort_by_low(order, spare);
+    let own = grouper.count_runs(first, front)?;
+    let r = runs.count;
+    let fallback = |chosen: &mut [T], rest: &mut [T], split| {
+        // Lengths checked above; a zip, not `copy_from_slice`, so no panic path links.
+        chosen.iter_mut().zip(front).for_each(|(c, p)| *c = *p);
+        rest.iter_mut().zip(back).for_each(|(c, p)| *c = *p);
+        Ok(Placement { bound: r, placed: own, own, split, fallback: true })
+    };
+
+    // Extents: `order[k]` the position of extent k's lowest id, `spare[k]` its room;
+    // `extent_of[i]` the extent of the i-th stretch (list order).
+    let (x, trees, extent_of) = stretches.into_extents("free", order, spare)?;
+    let lowest = order.get(..x).unwrap_or_default();
+    let low = |k: usize| lowest.get(k).and_then(|&p| free.get(p)).map_or(0, |v| v.widen());
+    let Some(mut fit) = Fit::new(prefix(spare, x), trees) else {
+        return fallback(chosen, rest, 0); // cannot happen: `trees` holds x / 2 words
+    };
+
+    // Each run, longest first, whole into the extent with the least room that holds it.
+    runs.sort_longest_first();
+    let (starts, lens) = (&*runs.at, &mut *runs.len);
+    for (&s, l) in starts.iter().zip(lens.iter_mut()) {
+        if let Some(k) = fit.best_fit(*l) {
+            give(first, chosen, s, *l, low(k) + wide(fit.room(k)) - wide(*l));
+            fit.take(k, *l);
+            *l = 0; // placed
+        }
+    }
+
+    // What fits nowhere, piece by piece from the extents with the most room.
+    let mut split = 0;
+    for (&s, &l) in starts.iter().zip(lens.iter()).filter(|&(_, &l)| l > 0) {
+        let mut done = 0;
+        while done < l {
+            let Some(k) = fit.most() else {
+                return fallback(chosen, rest, split); // cannot happen: f >= n pages
+            };
+            let m = fit.room(k).min(l - done);
+            give(first, chosen, s + done, m, low(k) + wide(fit.room(k)) - wide(m));
+            fit.take(k, m);
+            done += m;
+        }
+        split += 1;
+    }
+
+    let placed = grouper.count_runs(first, chosen)?;
+    if placed >= own {
+        return fallback(chosen, rest, split);
+    }
+    // `rest` in list order, stretch by stretch: each keeps its ids below its extent's
+    // end (an extent's free ids are its `room` lowest), at the front of an ascending
+    // stretch, the back of a descending one.
+    let mut to = 0;
+    for (span, &k) in either.runs(free, free)?.zip(extent_of.iter()) {
+        let ends = free.get(span.start).zip(free.get(span.start + span.len.saturating_sub(1)));
+        let Some((a, b)) = ends.map(|(a, b)| (a.widen(), b.widen())) else { break };
+        let end = low(k) + wide(fit.room(k));
+        let keep = usize::try_from((end - a.min(b)).clamp(0, wide(span.len))).unwrap_or(0);
+        let from = if a <= b { span.start } else { span.start + span.len - keep };
+        let (Some(pages), Some(out)) = (free.get(from..from + keep), rest.get_mut(to..to + keep))
+        else {
+            break; // cannot happen: the kept parts hold f - n pages
+        };
+        out.copy_from_slice(pages);
+        to += keep;
+    }
+    Ok(Placement { bound: r, placed, own, split, fallback: false })
+}
+
+/// `Err` naming `buffer` unless `len == needed`.
+fn buffer_length(buffer: &'static str, needed: usize, len: usize) -> Result<(), Error> {
+    if len == needed { Ok(()) } else { Err(Error::BufferLength { buffer, needed, len }) }
+}
+
+/// A count as an exact wide integer (every `usize` fits).
+fn wide(n: usize) -> i128 {
+    i128::try_from(n).unwrap_or(i128::MAX)
+}
+
+/// Writes the ids `low..low + len` as the partners of `first[s..s + len]`, in the first
+/// side's direction there (descending where it descends).
+fn give<T: Index>(first: &[T], chosen: &mut [T], s: usize, len: usize, low: i128) {
+    let (Some(run), Some(out)) = (first.get(s..s + len), chosen.get_mut(s..s + len)) else {
+        return;
+    };
+    let down = matches!(run, [a, b, ..] if b < a);
+    let last = low + wide(len) - 1;
+    for (k, o) in out.iter_mut().enumerate() {
+        // Exact: the ids are pages of the window, so of the type.
+        *o = T::truncate(if down { last - wide(k) } else { low + wide(k) });
+    }
+}
