@@ -8,10 +8,13 @@
 use super::sort::{Words, intro_sort};
 
 /// Fewer items than this are introsorted. Measured side by side in one process on
-/// shuffled words (`results/`'s place-scaling folder names the machine; the figures
-/// are in the commit that set it): at 64 items the radix sort took 1.6x the
-/// introsort's time, at 128 0.9x, at 256 0.5x, so the crossover is near 128.
-pub(crate) const RADIX_MIN: usize = 128;
+/// random 30-bit words (placement's packed keys; 2,000 columns a size, best of 7 rounds,
+/// a loaded 2-core VM): radix over introsort 3.4x the time at 8 items, 1.0x at 16 to 32,
+/// 0.73x at 48, 0.40x at 64, 0.18-0.32x from 256 to 1,024. The two thresholds this
+/// replaces (64 for placement's words, 256 for order-free grouping's positions) were
+/// both past the crossover; order-free grouping's own position sort was not measured
+/// apart.
+pub(crate) const RADIX_MIN: usize = 32;
 
 /// Sorts `items` ascending by `key`, stably: an LSD radix sort, 8 bits a pass, as many
 /// passes as `top` (the largest key) has bytes, with `scratch` (at least `items.len()`
