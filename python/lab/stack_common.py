@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -201,16 +202,32 @@ def _value(v: object) -> str:
     return str(v)
 
 
-def stack_line(stack: str, connector: str, mode: str, plugin: str, r: WayResult) -> str:
+def stack_line(stack: str, connector: str, mode: Optional[str], plugin: str, r: WayResult) -> str:
     """The ``stack-e2e`` line of one way: the fixed fields in order, then ``r.extra``
-    (``bytes_expected`` first among them)."""
+    (``bytes_expected`` first among them). ``mode=None``: a stack with one mode (SGLang's)
+    has no ``mode`` field."""
     p50, p99 = percentiles(r.xfer_ms)
     fixed = dict(stack=stack, connector=connector, mode=mode, plugin=plugin, requests=r.requests,
                  bytes_checked=r.bytes_checked, bytes_bad=r.bytes_bad, descriptors=r.descriptors,
                  xfer_ms_p50=p50, xfer_ms_p99=p99, placed=r.placed, fallback=r.fallback,
                  errors=r.errors)
+    if mode is None:
+        del fixed["mode"]
     extra = dict(bytes_expected=r.bytes_expected, **r.extra)
     return "stack-e2e " + " ".join(f"{k}={_value(v)}" for k, v in {**fixed, **extra}.items())
+
+
+def alias_nixl() -> None:
+    """The ``nixl`` meta package's module names bound to nixl-cu12's (a shim both stacks
+    need: vLLM's and SGLang's connectors ``import nixl._api``, which nixl-cu12 installs as
+    ``nixl_cu12._api``)."""
+    import importlib
+
+    import nixl_cu12
+
+    sys.modules.setdefault("nixl", nixl_cu12)
+    for m in ("_api", "_bindings"):
+        sys.modules.setdefault(f"nixl.{m}", importlib.import_module(f"nixl_cu12.{m}"))
 
 
 def parse_line(line: str) -> Dict[str, str]:

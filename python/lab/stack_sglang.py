@@ -535,7 +535,7 @@ def _side(role, cfg, out) -> None:
     if cfg["connector"] == "nixl":
         # Each transfer's telemetry (descCount after NIXL's merge), SGLang's config untouched.
         os.environ["NIXL_TELEMETRY_ENABLE"] = "y"
-        _alias_nixl()
+        sc.alias_nixl()
     if cfg["plugin"] == "on":
         os.environ["CORUN_SGLANG"] = "all"
     else:
@@ -544,17 +544,6 @@ def _side(role, cfg, out) -> None:
         (_prefill if role == "prefill" else _decode)(cfg, out)
     except BaseException:
         out.send({"failure": f"{role}: {traceback.format_exc()}"})
-
-
-def _alias_nixl() -> None:
-    """The ``nixl`` meta package's modules bound to nixl-cu12's (a shim: see the module docs)."""
-    import importlib
-
-    import nixl_cu12
-
-    sys.modules.setdefault("nixl", nixl_cu12)
-    for m in ("_api", "_bindings"):
-        sys.modules.setdefault(f"nixl.{m}", importlib.import_module(f"nixl_cu12.{m}"))
 
 
 def run_way(args, connector: str, plugin: str) -> sc.WayResult:
@@ -622,8 +611,7 @@ def _recv(conn, timeout, proc):
 
 def _line(connector: str, plugin: str, r: sc.WayResult) -> str:
     # The issue's line has no mode= field: stack_common's formatter writes one, dropped here.
-    line = sc.stack_line(STACK, connector, MODE, plugin, r)
-    return line.replace(f" mode={MODE} ", " ", 1)
+    return sc.stack_line(STACK, connector, None, plugin, r)
 
 
 def not_run_reason(connector: str) -> Optional[str]:

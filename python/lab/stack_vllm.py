@@ -122,14 +122,8 @@ class Engine:
         from lab import vllm_suite
 
         vllm_suite.write_hf_cache(home)
-        import importlib
-
-        import nixl_cu12
-
         # Shim: the `nixl` meta package's names (see the module docs).
-        sys.modules.setdefault("nixl", nixl_cu12)
-        for m in ("_api", "_bindings"):
-            sys.modules.setdefault(f"nixl.{m}", importlib.import_module(f"nixl_cu12.{m}"))
+        sc.alias_nixl()
         import torch
         import vllm.plugins
         from vllm.config import (CacheConfig, DeviceConfig, KVTransferConfig, ModelConfig,
