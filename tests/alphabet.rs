@@ -5,7 +5,6 @@
 //! without a cap, one shot and resumed through 1 to 5 slots, must match the reference.
 //!
 //! Deterministic: a fixed-seed generator picks the values, so a failure names its input.
-#![cfg(feature = "alloc")]
 
 mod kit;
 

@@ -1,12 +1,18 @@
 //! The contract, point by point, and the numpy helper's documented cases adapted to it.
-#![cfg(feature = "alloc")]
+//! No feature needed: lists of spans come through the slice forms (`kit::grouped`), and
+//! `corun::group` (feature `alloc`) is checked against them where it is compiled.
 
 mod common;
 mod kit;
 
 use common::*;
 use core::num::NonZeroUsize;
-use corun::{Error, Grouper, Progress, Span};
+use corun::{Error, Grouper, Index, Progress, Span};
+
+/// `corun::group` through the slice forms (see `kit::grouped`).
+fn group<T: Index>(src: &[T], dst: &[T]) -> Result<Vec<Span>, Error> {
+    grouped(&Grouper::new(), src, dst)
+}
 
 fn spans(list: &[(usize, usize)]) -> Vec<Span> {
     list.iter().map(|&(start, len)| Span { start, len }).collect()
@@ -16,16 +22,16 @@ fn spans(list: &[(usize, usize)]) -> Vec<Span> {
 fn max_then_min_is_a_break_for_every_type() {
     // numpy's diff wraps and calls [i32::MAX, i32::MIN] contiguous; corun does not.
     let two = spans(&[(0, 1), (1, 1)]);
-    assert_eq!(corun::group(&[i32::MAX, i32::MIN], &[0, 1]).unwrap(), two);
-    assert_eq!(corun::group(&[0, 1], &[i32::MAX, i32::MIN]).unwrap(), two);
-    assert_eq!(corun::group(&[u32::MAX, 0], &[0, 1]).unwrap(), two);
-    assert_eq!(corun::group(&[u64::MAX, 0], &[0, 1]).unwrap(), two);
-    assert_eq!(corun::group(&[i64::MAX, i64::MIN], &[0, 1]).unwrap(), two);
-    assert_eq!(corun::group(&[0, 1], &[u64::MAX, 0]).unwrap(), two);
+    assert_eq!(group(&[i32::MAX, i32::MIN], &[0, 1]).unwrap(), two);
+    assert_eq!(group(&[0, 1], &[i32::MAX, i32::MIN]).unwrap(), two);
+    assert_eq!(group(&[u32::MAX, 0], &[0, 1]).unwrap(), two);
+    assert_eq!(group(&[u64::MAX, 0], &[0, 1]).unwrap(), two);
+    assert_eq!(group(&[i64::MAX, i64::MIN], &[0, 1]).unwrap(), two);
+    assert_eq!(group(&[0, 1], &[u64::MAX, 0]).unwrap(), two);
     // Up to MAX is fine.
-    assert_eq!(corun::group(&[u32::MAX - 1, u32::MAX], &[0, 1]).unwrap(), spans(&[(0, 2)]));
+    assert_eq!(group(&[u32::MAX - 1, u32::MAX], &[0, 1]).unwrap(), spans(&[(0, 2)]));
     assert_eq!(
-        corun::group(&[-1i32, 0, 1], &[i32::MIN, i32::MIN + 1, i32::MIN + 2]).unwrap(),
+        group(&[-1i32, 0, 1], &[i32::MIN, i32::MIN + 1, i32::MIN + 2]).unwrap(),
         spans(&[(0, 3)])
     );
 }
@@ -35,16 +41,18 @@ fn wrap_inside_long_runs_is_a_break_in_the_simd_path() {
     // A run that climbs through MAX, long enough for several full blocks.
     let src: Vec<u32> = (0..1000u32).map(|i| (u32::MAX - 500).wrapping_add(i)).collect();
     let dst: Vec<u32> = (0..1000).collect();
-    assert_eq!(corun::group(&src, &dst).unwrap(), spans(&[(0, 501), (501, 499)]));
+    assert_eq!(group(&src, &dst).unwrap(), spans(&[(0, 501), (501, 499)]));
     let src: Vec<i64> = (0..1000i64).map(|i| (i64::MAX - 100).wrapping_add(i)).collect();
     let dst: Vec<i64> = (0..1000).collect();
-    assert_eq!(corun::group(&dst, &src).unwrap(), spans(&[(0, 101), (101, 899)]));
+    assert_eq!(group(&dst, &src).unwrap(), spans(&[(0, 101), (101, 899)]));
 }
 
 #[test]
 fn both_empty_is_zero_runs() {
     let e: [u32; 0] = [];
     assert_eq!(corun::count_runs(&e, &e), Ok(0));
+    assert_eq!(group(&e, &e), Ok(vec![]));
+    #[cfg(feature = "alloc")]
     assert_eq!(corun::group(&e, &e), Ok(vec![]));
     assert_eq!(corun::runs(&e, &e).unwrap().next(), None);
     let mut out = [SENTINEL; 2];
@@ -71,7 +79,7 @@ fn mismatch_error_names_both_lengths() {
 fn numpy_helper_single_group() {
     let src = [0i32, 1, 2, 3];
     let dst = [10i32, 11, 12, 13];
-    assert_eq!(corun::group(&src, &dst).unwrap(), spans(&[(0, 4)]));
+    assert_eq!(group(&src, &dst).unwrap(), spans(&[(0, 4)]));
 }
 
 #[test]
@@ -79,7 +87,7 @@ fn numpy_helper_split() {
     // src breaks at 3, dst at 2: both break the run.
     let src = [0i32, 1, 2, 5, 6, 7];
     let dst = [10i32, 11, 20, 21, 22, 23];
-    let got = corun::group(&src, &dst).unwrap();
+    let got = group(&src, &dst).unwrap();
     assert_eq!(got, spans(&[(0, 2), (2, 1), (3, 3)]));
     // The helper's output shape: lists of src and dst groups.
     let src_groups: Vec<&[i32]> = got.iter().map(|s| &src[s.range()]).collect();
@@ -93,12 +101,12 @@ fn numpy_helper_singletons_and_repeats() {
     // Repeated, descending and +2 steps are all breaks.
     let src = [5i64, 5, 4, 6, 7];
     let dst = [0i64, 1, 2, 3, 4];
-    assert_eq!(corun::group(&src, &dst).unwrap(), spans(&[(0, 1), (1, 1), (2, 1), (3, 2)]));
+    assert_eq!(group(&src, &dst).unwrap(), spans(&[(0, 1), (1, 1), (2, 1), (3, 2)]));
 }
 
 #[test]
 fn single_position_is_one_run() {
-    assert_eq!(corun::group(&[u64::MAX], &[0u64]).unwrap(), spans(&[(0, 1)]));
+    assert_eq!(group(&[u64::MAX], &[0u64]).unwrap(), spans(&[(0, 1)]));
 }
 
 #[test]
@@ -129,7 +137,7 @@ fn max_len_cuts_runs_into_pieces() {
     let src: Vec<u64> = (0..10).collect();
     let dst: Vec<u64> = (0..10).map(|i| i + 100 * u64::from(i >= 7)).collect(); // runs 7 + 3
     let g = Grouper::new().max_len(NonZeroUsize::new(3).unwrap());
-    assert_eq!(g.group(&src, &dst).unwrap(), spans(&[(0, 3), (3, 3), (6, 1), (7, 3)]));
+    assert_eq!(grouped(&g, &src, &dst).unwrap(), spans(&[(0, 3), (3, 3), (6, 1), (7, 3)]));
     assert_eq!(g.count_runs(&src, &dst), Ok(4));
     let one = Grouper::new().max_len(NonZeroUsize::MIN);
     assert_eq!(one.count_runs(&src, &dst), Ok(10));
@@ -157,17 +165,20 @@ fn runs_reports_consumed_for_resuming() {
 fn zero_steps_in_the_last_block_keep_their_breaks() {
     let g = Grouper::new().steps(0, 0);
     let two = spans(&[(0, 1), (1, 1)]);
-    assert_eq!(g.group(&[0u32, 7], &[0u32, 0]).unwrap(), two);
-    assert_eq!(corun::scalar::group_with(&g, &[0u32, 7], &[0u32, 0]).unwrap(), two);
-    assert_eq!(g.group(&[i64::MIN, 7], &[i64::MIN, i64::MIN]).unwrap(), two);
-    assert_eq!(g.group(&[i32::MIN, 7], &[i32::MIN, i32::MIN]).unwrap(), two);
-    assert_eq!(g.group(&[0u64, 7], &[0u64, 0]).unwrap(), two);
-    assert_eq!(g.group(&[0u32, 0], &[0u32, 7]).unwrap(), two);
+    assert_eq!(grouped(&g, &[0u32, 7], &[0u32, 0]).unwrap(), two);
+    assert_eq!(
+        corun::scalar::runs_with(&g, &[0u32, 7], &[0u32, 0]).unwrap().collect::<Vec<_>>(),
+        two
+    );
+    assert_eq!(grouped(&g, &[i64::MIN, 7], &[i64::MIN, i64::MIN]).unwrap(), two);
+    assert_eq!(grouped(&g, &[i32::MIN, 7], &[i32::MIN, i32::MIN]).unwrap(), two);
+    assert_eq!(grouped(&g, &[0u64, 7], &[0u64, 0]).unwrap(), two);
+    assert_eq!(grouped(&g, &[0u32, 0], &[0u32, 7]).unwrap(), two);
     // A whole block of repeats, then a tail whose last pair breaks.
     let mut src = vec![0u32; 64 + 3];
     let dst = vec![0u32; 64 + 3];
     src[66] = 1;
-    assert_eq!(g.group(&src, &dst).unwrap(), spans(&[(0, 66), (66, 1)]));
+    assert_eq!(grouped(&g, &src, &dst).unwrap(), spans(&[(0, 66), (66, 1)]));
     assert_eq!(g.count_runs(&src, &dst), Ok(2));
     // Every length across the first block and its tail (fewer under Miri).
     for len in 2..=if cfg!(miri) { 9 } else { 70 } {

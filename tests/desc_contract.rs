@@ -1,6 +1,10 @@
 //! The contract of `corun::desc`, case by case: orders, caps, strides, the exact limits
 //! of checked arithmetic, errors that name the layer and position, exact resumption.
-#![cfg(feature = "alloc")]
+//! No feature needed: lists come through the slice forms (`kit::desc::descriptors_of`,
+//! `descriptors_for`, `gather_of`), which check the `Vec` forms (feature `alloc`) where
+//! those are compiled.
+
+mod kit;
 
 use core::num::NonZeroU64;
 
@@ -8,6 +12,7 @@ use corun::desc::{
     Cursor, Descriptor, Error, Layer, Layout, Order, Plan, Sge, WorkRequest, Written,
 };
 use corun::{Grouper, Span};
+use kit::desc::{descriptors_for, descriptors_of, gather_of};
 
 const PAGE: u64 = 4096;
 const SENTINEL: Descriptor = Descriptor { src_addr: 7, dst_addr: 7, len: 7 };
@@ -42,9 +47,9 @@ fn layer_major_and_run_major_orders() {
     };
     let layer_major = [d(0, 10, 0, 3), d(0, 40, 3, 1), d(1, 10, 0, 3), d(1, 40, 3, 1)];
     let run_major = [d(0, 10, 0, 3), d(1, 10, 0, 3), d(0, 40, 3, 1), d(1, 40, 3, 1)];
-    assert_eq!(plan.descriptors(&Layout::new(&layers)).unwrap(), layer_major);
+    assert_eq!(descriptors_of(&plan, &Layout::new(&layers)).unwrap(), layer_major);
     let layout = Layout::new(&layers).order(Order::RunMajor);
-    assert_eq!(plan.descriptors(&layout).unwrap(), run_major);
+    assert_eq!(descriptors_of(&plan, &layout).unwrap(), run_major);
 }
 
 #[test]
@@ -58,7 +63,7 @@ fn runs_are_found_once_for_all_kv_layers() {
     let plan = Plan::new(&Grouper::new(), &src, &dst, &mut buf).unwrap();
     assert_eq!(plan.spans().len(), 3);
     assert_eq!(plan.count_descriptors(&layout), Ok(384));
-    let all = plan.descriptors(&layout).unwrap();
+    let all = descriptors_of(&plan, &layout).unwrap();
     assert_eq!(all.len(), 384);
     assert_eq!(
         all[3],
@@ -68,7 +73,7 @@ fn runs_are_found_once_for_all_kv_layers() {
             len: 4 * PAGE
         }
     );
-    assert_eq!(corun::desc::descriptors(&Grouper::new(), &src, &dst, &layout).unwrap(), all);
+    assert_eq!(descriptors_for(&Grouper::new(), &src, &dst, &layout).unwrap(), all);
 }
 
 #[test]
@@ -77,12 +82,12 @@ fn byte_cap_cuts_runs_into_whole_pages() {
     let layers = [Layer::new(0, 0, PAGE)];
     // 3 pages and 100 bytes: pieces of 3 pages, the last one shorter.
     let layout = Layout::new(&layers).max_bytes(cap(3 * PAGE + 100));
-    let got = corun::desc::descriptors(&Grouper::new(), &src, &src, &layout).unwrap();
+    let got = descriptors_for(&Grouper::new(), &src, &src, &layout).unwrap();
     let lens: Vec<u64> = got.iter().map(|d| d.len / PAGE).collect();
     assert_eq!(lens, [3, 3, 3, 1]);
     assert_eq!(got[1].src_addr, 3 * PAGE);
     let below = Layout::new(&layers).max_bytes(cap(PAGE - 1));
-    let got = corun::desc::descriptors(&Grouper::new(), &src, &src, &below);
+    let got = descriptors_for(&Grouper::new(), &src, &src, &below);
     assert_eq!(got, Err(Error::CapBelowItem { layer: 0 }));
 }
 
@@ -91,7 +96,7 @@ fn unpacked_pages_get_a_descriptor_each() {
     // K and V interleaved in one buffer per side: page i of K at 2 * i * PAGE.
     let src: Vec<u32> = (0..4).collect();
     let layers = [Layer::new(0, 0, PAGE).strides(2 * PAGE, PAGE)];
-    let got = corun::desc::descriptors(&Grouper::new(), &src, &src, &Layout::new(&layers)).unwrap();
+    let got = descriptors_for(&Grouper::new(), &src, &src, &Layout::new(&layers)).unwrap();
     let want: Vec<Descriptor> = (0..4)
         .map(|i| Descriptor { src_addr: 2 * i * PAGE, dst_addr: i * PAGE, len: PAGE })
         .collect();
@@ -105,7 +110,7 @@ fn strided_grouping_with_matching_strides_is_packed() {
     let dst = [320u32, 336, 352, 368];
     let grouper = Grouper::new().steps(16, 16);
     let layers = [Layer::new(0, 1 << 40, PAGE).strides(PAGE / 16, PAGE / 16)];
-    let got = corun::desc::descriptors(&grouper, &src, &dst, &Layout::new(&layers)).unwrap();
+    let got = descriptors_for(&grouper, &src, &dst, &Layout::new(&layers)).unwrap();
     assert_eq!(
         got,
         [
@@ -121,7 +126,7 @@ fn the_last_byte_of_the_address_space_is_usable_and_one_more_is_an_error() {
     let src: Vec<u64> = (0..4).collect();
     let top = u64::MAX - 4 * PAGE + 1;
     let fits = [Layer::new(top, 0, PAGE)];
-    let got = corun::desc::descriptors(&Grouper::new(), &src, &src, &Layout::new(&fits)).unwrap();
+    let got = descriptors_for(&Grouper::new(), &src, &src, &Layout::new(&fits)).unwrap();
     assert_eq!(got, [Descriptor { src_addr: top, dst_addr: 0, len: 4 * PAGE }]);
 
     let layers = [Layer::new(0, 0, PAGE), Layer::new(top + 1, 0, PAGE)];
@@ -169,7 +174,7 @@ fn a_full_buffer_resumes_exactly() {
         let layout = Layout::new(&layers[..5]).order(order).max_bytes(cap(2 * PAGE));
         let mut buf = spans(8);
         let plan = Plan::new(&Grouper::new(), &src, &dst, &mut buf).unwrap();
-        let want = plan.descriptors(&layout).unwrap();
+        let want = descriptors_of(&plan, &layout).unwrap();
         for size in 1..5 {
             let (mut got, mut next) = (Vec::new(), Some(Cursor::default()));
             while let Some(c) = next {
@@ -198,7 +203,7 @@ fn length_mismatch_names_both_lengths() {
     let got = Plan::new(&Grouper::new(), &[1u32, 2], &[1u32], &mut buf).err();
     assert_eq!(got, Some(Error::LengthMismatch { src: 2, dst: 1 }));
     let layers = [Layer::new(0, 0, 1)];
-    let got = corun::desc::descriptors(&Grouper::new(), &[1u32], &[], &Layout::new(&layers));
+    let got = descriptors_for(&Grouper::new(), &[1u32], &[], &Layout::new(&layers));
     assert_eq!(got, Err(Error::LengthMismatch { src: 1, dst: 0 }));
 }
 
@@ -233,7 +238,7 @@ fn gather_lists_one_request_per_destination_run() {
     let mut buf = spans(8);
     let plan = Plan::new(&Grouper::new(), &src, &dst, &mut buf).unwrap();
     assert_eq!(plan.spans().len(), 5);
-    let (reqs, sges) = plan.gather(&layout, 30).unwrap();
+    let (reqs, sges) = gather_of(&plan, &layout, 30).unwrap();
     assert_eq!(
         reqs,
         [WorkRequest {
@@ -247,15 +252,15 @@ fn gather_lists_one_request_per_destination_run() {
     assert_eq!(sges[4], Sge { addr: 12 * PAGE, len: 2 * PAGE });
 
     // max_sge 2: requests of at most 2 segments.
-    let (reqs, _) = plan.gather(&layout, 2).unwrap();
+    let (reqs, _) = gather_of(&plan, &layout, 2).unwrap();
     let counts: Vec<usize> = reqs.iter().map(|r| r.sge_count).collect();
     assert_eq!(counts, [2, 2, 1]);
     // A byte cap of 3 pages cuts a request (and its segment) at whole pages.
     let capped = layout.max_bytes(cap(3 * PAGE));
-    let (reqs, _) = plan.gather(&capped, 30).unwrap();
+    let (reqs, _) = gather_of(&plan, &capped, 30).unwrap();
     let lens: Vec<u64> = reqs.iter().map(|r| r.len / PAGE).collect();
     assert_eq!(lens, [3, 3, 2]);
-    assert_eq!(plan.gather(&layout, 0), Err(Error::ZeroMaxSge));
+    assert_eq!(gather_of(&plan, &layout, 0), Err(Error::ZeroMaxSge));
 }
 
 #[test]
@@ -278,7 +283,7 @@ fn no_descriptor_is_longer_than_a_u64_can_say() {
     // 2^64 bytes do not fit a u64 length, so it comes out as two descriptors.
     let src = [0u64, 1];
     let layers = [Layer::new(0, 0, 1 << 63)];
-    let got = corun::desc::descriptors(&Grouper::new(), &src, &src, &Layout::new(&layers)).unwrap();
+    let got = descriptors_for(&Grouper::new(), &src, &src, &Layout::new(&layers)).unwrap();
     let half = 1 << 63;
     assert_eq!(
         got,
@@ -362,7 +367,7 @@ fn gather_may_use_the_last_byte_of_the_address_space() {
     let mut buf = spans(4);
     let plan = Plan::new(&Grouper::new(), &src, &src, &mut buf).unwrap();
     for layer in [Layer::new(top, 0, PAGE), Layer::new(0, top, PAGE)] {
-        let (reqs, sges) = plan.gather(&Layout::new(&[layer]), 4).unwrap();
+        let (reqs, sges) = gather_of(&plan, &Layout::new(&[layer]), 4).unwrap();
         assert_eq!(
             reqs,
             [WorkRequest { dst_addr: layer.dst_base, len: 4 * PAGE, first_sge: 0, sge_count: 1 }]
@@ -370,7 +375,7 @@ fn gather_may_use_the_last_byte_of_the_address_space() {
         assert_eq!(sges, [Sge { addr: layer.src_base, len: 4 * PAGE }]);
     }
     for layer in [Layer::new(top + 1, 0, PAGE), Layer::new(0, top + 1, PAGE)] {
-        assert!(matches!(plan.gather(&Layout::new(&[layer]), 4), Err(Error::Overflow { .. })));
+        assert!(matches!(gather_of(&plan, &Layout::new(&[layer]), 4), Err(Error::Overflow { .. })));
     }
 }
 
@@ -384,7 +389,7 @@ fn gather_over_a_descending_destination_range() {
     let grouper = Grouper::new().direction(corun::Direction::Either);
     let mut buf = spans(6);
     let plan = Plan::new(&grouper, &src, &dst, &mut buf).unwrap();
-    let (reqs, sges) = plan.gather(&Layout::new(&layers), 30).unwrap();
+    let (reqs, sges) = gather_of(&plan, &Layout::new(&layers), 30).unwrap();
     let page = |p: u64| p * 4096;
     assert_eq!(
         reqs,
@@ -402,11 +407,11 @@ fn gather_over_a_descending_destination_range() {
     // Ascending only: one request per page but the first three (one segment each).
     let mut buf = spans(6);
     let plan = Plan::new(&Grouper::new(), &src, &dst, &mut buf).unwrap();
-    assert_eq!(plan.gather(&Layout::new(&layers), 30).unwrap().0.len(), 6);
+    assert_eq!(gather_of(&plan, &Layout::new(&layers), 30).unwrap().0.len(), 6);
     // At most 2 segments per request: pages 9, 8, 7, 6 (two segments), then 5, 4.
     let mut buf = spans(6);
     let plan = Plan::new(&grouper, &src, &dst, &mut buf).unwrap();
-    let (reqs, sges) = plan.gather(&Layout::new(&layers), 2).unwrap();
+    let (reqs, sges) = gather_of(&plan, &Layout::new(&layers), 2).unwrap();
     assert_eq!(
         reqs.iter().map(|r| (r.dst_addr - (1 << 40), r.len)).collect::<Vec<_>>(),
         [(page(6), page(4)), (page(4), page(2))]

@@ -1,6 +1,5 @@
 //! Property tests of `corun::desc` against `corun::scalar::desc`, for every index type,
 //! on run-built inputs (strided too) and layouts near the limits of `u64` addresses.
-#![cfg(feature = "alloc")]
 
 mod common;
 mod kit;

@@ -1,6 +1,5 @@
 //! Exhaustive tests: every break pattern for every length up to 16, at the start of the
 //! input and straddling a block boundary, and every length across three blocks.
-#![cfg(feature = "alloc")]
 
 mod common;
 mod kit;

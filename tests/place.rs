@@ -1,7 +1,6 @@
 //! Placement (`corun::place`): the contract and the reference (`kit::place`) on run-built
 //! first sides and free lists of stretches, on values drawn from the type's limits, on
 //! every small case, and its errors.
-#![cfg(feature = "alloc")]
 
 mod common;
 mod kit;

@@ -1,7 +1,6 @@
 //! Property tests: every public function against `corun::scalar`, for every index type,
 //! on inputs made of runs with values near the type's limits, and on values drawn freely
 //! from a small alphabet at those limits.
-#![cfg(feature = "alloc")]
 
 mod common;
 mod kit;

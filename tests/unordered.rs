@@ -8,28 +8,19 @@
 //! ascending and descending, at the types' limits, with repeated destinations at run
 //! edges; every short destination sequence over a small alphabet; and values drawn from
 //! the kit's alphabet.
-#![cfg(feature = "alloc")]
 
+mod common;
 mod kit;
 
 use std::collections::HashSet;
 
+use common::max_len;
 use corun::{Error, Grouper, sort_by_destination};
 use kit::TestIndex;
 use kit::alphabet::{Pick, arrays};
-use kit::unordered::check_sorted;
+use kit::arbitrary::{Arbitrary, Unstructured};
+use kit::unordered::{Order, Piece, build, check_sorted, check_unordered, fewest};
 use proptest::prelude::*;
-
-/// One run of destinations: `len` values from `gap` past the last run's highest value
-/// (1: adjacent, 0 or less: sharing destinations with it), presented descending when
-/// `down`; its sources start `src_jump` past the last source and step by +1.
-#[derive(Clone, Copy, Debug)]
-struct Piece {
-    len: usize,
-    down: bool,
-    gap: i64,
-    src_jump: i64,
-}
 
 fn piece() -> impl Strategy<Value = Piece> {
     let len = prop_oneof![3 => 1usize..4, 2 => 4usize..40, 1 => Just(1usize)];
@@ -42,56 +33,6 @@ fn piece() -> impl Strategy<Value = Piece> {
     })
 }
 
-/// How the pieces are handed over: as built (sorted but for descending pieces), with the
-/// pieces shuffled (a free queue's runs), or every page shuffled (mostly singletons).
-#[derive(Clone, Copy, Debug)]
-enum Order {
-    Kept,
-    RunsShuffled,
-    PagesShuffled,
-}
-
-/// Pairs made of `pieces` from destination `first`, handed over in `order` (`seed`
-/// shuffles), wrapped into `T` (a run past `MAX` wraps to `MIN`: a break).
-fn build<T: TestIndex>(pieces: &[Piece], first: i128, order: Order, seed: u64) -> (Vec<T>, Vec<T>) {
-    let mut rng = seed | 1;
-    let mut next = move |below: usize| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng % below as u64) as usize
-    };
-    let mut runs: Vec<Vec<(T, T)>> = Vec::new();
-    let (mut s, mut d) = (0i128, first);
-    for (k, p) in pieces.iter().enumerate() {
-        if k > 0 {
-            d += i128::from(p.gap);
-        }
-        s += i128::from(p.src_jump);
-        let mut run: Vec<(T, T)> =
-            (0..p.len as i128).map(|i| (T::wrap(s + i), T::wrap(d + i))).collect();
-        if p.down {
-            run.iter_mut()
-                .zip((0..p.len as i128).rev())
-                .for_each(|(pair, i)| pair.1 = T::wrap(d + i));
-        }
-        runs.push(run);
-        (s, d) = (s + p.len as i128, d + p.len as i128 - 1);
-    }
-    if let Order::RunsShuffled = order {
-        for i in (1..runs.len()).rev() {
-            runs.swap(i, next(i + 1));
-        }
-    }
-    let mut pairs: Vec<(T, T)> = runs.concat();
-    if let Order::PagesShuffled = order {
-        for i in (1..pairs.len()).rev() {
-            pairs.swap(i, next(i + 1));
-        }
-    }
-    pairs.into_iter().unzip()
-}
-
 fn runs_case<T: TestIndex>() -> impl Strategy<Value = (Vec<T>, Vec<T>)> {
     let first = prop_oneof![
         Just(T::LO),
@@ -102,8 +43,13 @@ fn runs_case<T: TestIndex>() -> impl Strategy<Value = (Vec<T>, Vec<T>)> {
         Just(T::HI - 3),
         any::<i64>().prop_map(i128::from),
     ];
-    let order =
-        prop_oneof![Just(Order::Kept), Just(Order::RunsShuffled), Just(Order::PagesShuffled)];
+    let order = prop_oneof![
+        Just(Order::Kept),
+        Just(Order::Reversed),
+        Just(Order::RunsShuffled),
+        Just(Order::PagesShuffled),
+        Just(Order::FewSwaps),
+    ];
     let pieces = prop_oneof![
         prop::collection::vec(piece(), 0..40),
         // Many runs: short pieces, gaps of 2 or more (all singletons when `len` is 1).
@@ -145,9 +91,14 @@ macro_rules! typed {
             use super::*;
 
             proptest! {
+                /// The sort, then every grouping form over its output (capped too).
                 #[test]
-                fn runs_match_reference((src, dst) in runs_case::<$t>()) {
-                    check_sorted(&src, &dst);
+                fn runs_match_reference(
+                    (src, dst) in runs_case::<$t>(),
+                    max in proptest::option::of(max_len()),
+                ) {
+                    let grouper = max.map_or(Grouper::new(), |m| Grouper::new().max_len(m));
+                    check_unordered(&grouper, &src, &dst);
                 }
 
                 /// The kit's alphabet at the type's limits, destinations stepping by +1,
@@ -236,13 +187,6 @@ fn shuffled_pages_take_the_radix_sort_or_the_introsort() {
     }
 }
 
-fn fewest(src: &[i64], dst: &[i64]) -> usize {
-    let set: HashSet<(i128, i128)> =
-        src.iter().zip(dst).map(|(&s, &d)| (s.into(), d.into())).collect();
-    let linked = set.iter().filter(|&&(s, d)| set.contains(&(s + 1, d + 1))).count();
-    src.len() - linked
-}
-
 /// Pairs with distinct destinations, built from shuffled runs near the type's limits.
 fn pairs() -> impl Strategy<Value = (Vec<i64>, Vec<i64>)> {
     let start =
@@ -279,6 +223,14 @@ fn pairs() -> impl Strategy<Value = (Vec<i64>, Vec<i64>)> {
 }
 
 proptest! {
+    /// The `unordered` fuzz target's input, decoded from random bytes, through its check.
+    #[test]
+    fn fuzz_input_matches_reference(bytes in prop::collection::vec(any::<u8>(), 28..64)) {
+        if let Ok(input) = kit::fuzz::Unordered::arbitrary(&mut Unstructured::new(&bytes)) {
+            input.run();
+        }
+    }
+
     #[test]
     fn sorted_by_destination_gives_the_fewest_runs((src, dst) in pairs()) {
         let n = src.len();

@@ -1,10 +1,16 @@
 //! One differential check of every output form against `corun::scalar`, which is itself
 //! checked against the definition on every case (`reference`). Every check panics on a
 //! disagreement: a test failure, or a fuzzer crash.
+//!
+//! The reference and the checks need no feature of corun's: the reference collects
+//! `scalar::runs_with` (an iterator) into a std `Vec`, and the `Vec` forms (`group`,
+//! feature `alloc`) and `heapless` forms are checked where they are compiled (in the
+//! fuzz targets, `--cfg fuzzing`, always), so `cargo test --no-default-features` runs the
+//! same checks on the no-heap build's slice forms and iterator.
 
 use core::num::NonZeroUsize;
 
-use corun::{Direction, Grouper, Index, Progress, Span, scalar};
+use corun::{Direction, Error, Grouper, Index, Progress, Span, scalar};
 
 use super::build::{SENTINEL, TestIndex};
 
@@ -13,7 +19,7 @@ use super::build::{SENTINEL, TestIndex};
 /// [`Direction::Either`], down by it on both sides, the run's first pair setting the way,
 /// up when both hold); and every boundary is a real break or a cut at `max_len`.
 pub fn reference<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) -> Vec<Span> {
-    let spans = scalar::group_with(grouper, src, dst).unwrap();
+    let spans: Vec<Span> = scalar::runs_with(grouper, src, dst).unwrap().collect();
     let max = grouper.get_max_len().map_or(usize::MAX, NonZeroUsize::get);
     let (ss, ds) = grouper.get_steps();
     let either = grouper.get_direction() == Direction::Either;
@@ -77,6 +83,7 @@ fn check_with_one<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) {
     assert_eq!(grouper.count_runs(src, dst), Ok(n), "count_runs");
     assert_eq!(scalar::count_runs_with(grouper, src, dst), Ok(n), "scalar::count_runs");
     assert_eq!(grouper.runs(src, dst).unwrap().collect::<Vec<_>>(), want, "runs");
+    #[cfg(any(feature = "alloc", fuzzing))]
     assert_eq!(grouper.group(src, dst).unwrap(), want, "group");
 
     let mut out = vec![SENTINEL; n + 2];
@@ -97,7 +104,7 @@ fn check_with_one<T: TestIndex>(grouper: &Grouper, src: &[T], dst: &[T]) {
 /// Every output form with default options against the reference, plus the free functions.
 pub fn check<T: TestIndex>(src: &[T], dst: &[T]) {
     check_with(&Grouper::new(), src, dst);
-    let want = scalar::group(src, dst).unwrap();
+    let want: Vec<Span> = scalar::runs(src, dst).unwrap().collect();
     assert_eq!(corun::count_runs(src, dst), Ok(want.len()));
     assert_eq!(corun::runs(src, dst).unwrap().collect::<Vec<_>>(), want);
     #[cfg(any(feature = "heapless", fuzzing))]
@@ -107,6 +114,7 @@ pub fn check<T: TestIndex>(src: &[T], dst: &[T]) {
         assert_eq!(corun::group_into_heapless(src, dst, &mut hv), Ok(done));
         assert_eq!(&hv[..], &want[..]);
     }
+    #[cfg(any(feature = "alloc", fuzzing))]
     assert_eq!(corun::group(src, dst).unwrap(), want);
     let mut out = vec![SENTINEL; want.len()];
     assert_eq!(
@@ -195,6 +203,7 @@ pub fn check_mismatch<T: Index>(src: &[T], dst: &[T]) {
     for grouper in [Grouper::new(), with_cap] {
         assert_eq!(grouper.count_runs(src, dst), Err(err));
         assert_eq!(grouper.runs(src, dst).err(), Some(err));
+        #[cfg(any(feature = "alloc", fuzzing))]
         assert_eq!(grouper.group(src, dst), Err(err));
         let mut out = [SENTINEL; 4];
         assert_eq!(grouper.group_into(src, dst, &mut out), Err(err));
@@ -206,9 +215,67 @@ pub fn check_mismatch<T: Index>(src: &[T], dst: &[T]) {
             assert!(hv.is_empty());
         }
         assert_eq!(scalar::count_runs_with(&grouper, src, dst), Err(err));
+        assert_eq!(scalar::runs_with(&grouper, src, dst).err(), Some(err));
+        assert_eq!(scalar::group_into_with(&grouper, src, dst, &mut out), Err(err));
+        #[cfg(any(feature = "alloc", fuzzing))]
         assert_eq!(scalar::group_with(&grouper, src, dst), Err(err));
+        assert_eq!(grouped(&grouper, src, dst), Err(err));
     }
     assert_eq!(corun::count_runs(src, dst), Err(err));
+    #[cfg(any(feature = "alloc", fuzzing))]
     assert_eq!(corun::group(src, dst), Err(err));
     assert_eq!(corun::runs(src, dst).err(), Some(err));
+}
+
+/// All spans of `grouper` over `src`/`dst` in a std `Vec`, through the no-heap forms: the
+/// count sizes a slice exactly, `group_into` fills it in one call. For tests that want a
+/// list of spans without corun's feature `alloc`; where that feature is compiled, the
+/// `Vec` form must agree.
+pub fn grouped<T: Index>(grouper: &Grouper, src: &[T], dst: &[T]) -> Result<Vec<Span>, Error> {
+    let n = grouper.count_runs(src, dst)?;
+    let mut out = vec![SENTINEL; n];
+    let progress = grouper.group_into(src, dst, &mut out)?;
+    assert_eq!(progress, Progress { consumed: src.len(), spans: n }, "group_into of a sized slice");
+    #[cfg(any(feature = "alloc", fuzzing))]
+    assert_eq!(grouper.group(src, dst).as_ref(), Ok(&out), "group against group_into");
+    Ok(out)
+}
+
+/// Either-direction grouping (with `grouper`'s cap and steps), against the reference and
+/// the README's contract for a cap: every piece is a run of its own whose first pair sets
+/// its direction, so the piece at `p` is the uncapped grouping's first run of
+/// `src[p..]`/`dst[p..]`, cut at the cap. One shot, resumed through slices of `caps`
+/// (and `heapless::Vec`s where compiled), and the iterator resumed after `take` spans.
+pub fn check_either<T: TestIndex>(
+    grouper: &Grouper,
+    src: &[T],
+    dst: &[T],
+    caps: &[usize],
+    take: usize,
+) {
+    let g = grouper.direction(Direction::Either);
+    check_with(&g, src, dst);
+    check_resume(&g, src, dst, caps);
+    #[cfg(any(feature = "heapless", fuzzing))]
+    {
+        check_resume_heapless::<_, 1>(&g, src, dst, 0);
+        check_resume_heapless::<_, 7>(&g, src, dst, take);
+    }
+    let want = reference(&g, src, dst);
+    let (ss, ds) = g.get_steps();
+    let uncapped = Grouper::new().steps(ss, ds).direction(Direction::Either);
+    let max = g.get_max_len().map_or(usize::MAX, NonZeroUsize::get);
+    for span in &want {
+        let p = span.start;
+        let run = uncapped.runs(&src[p..], &dst[p..]).unwrap().next().unwrap();
+        assert_eq!(span.len, run.len.min(max), "the piece at {p}: the uncapped run, cut ({g:?})");
+    }
+    // The iterator stopped after `take` spans resumes from `consumed`, afresh.
+    let mut runs = g.runs(src, dst).unwrap();
+    let head: Vec<Span> = runs.by_ref().take(take).collect();
+    let at = runs.consumed();
+    assert_eq!(at, head.last().map_or(0, Span::end), "consumed after {take} spans");
+    let tail = g.runs(&src[at..], &dst[at..]).unwrap().map(|s| Span { start: s.start + at, ..s });
+    let whole: Vec<Span> = head.into_iter().chain(tail).collect();
+    assert_eq!(whole, want, "the iterator resumed after {take} spans ({g:?})");
 }

@@ -1,12 +1,20 @@
 //! Layouts built from fuzzer/proptest bytes, and the differential checks of every
 //! descriptor and gather form against `corun::scalar::desc`.
+//!
+//! The reference needs corun's feature `alloc` (it returns `Vec`s). Without it the checks
+//! hold every slice form, resumed, to the one-shot slice form ([`descriptors_of`],
+//! [`gather_of`]), and gather lists still to the definition (every page of every layer
+//! moved to its destination): the no-heap build's writers are tested, not skipped.
 
 use core::num::NonZeroU64;
 
 use arbitrary::{Arbitrary, Unstructured};
 use corun::desc::{Cursor, Descriptor, Error, Layer, Layout, Order, Plan, Sge, WorkRequest};
+#[cfg(any(feature = "alloc", fuzzing))]
 use corun::scalar::desc as reference;
 use corun::{Grouper, Span};
+
+use super::check::grouped;
 
 /// A base address: zero, low, near the top of the address space, or anywhere.
 #[derive(Clone, Copy, Debug, Arbitrary)]
@@ -169,24 +177,29 @@ fn check_descriptors_one<T: super::TestIndex>(
     layout: &Layout<'_>,
     caps: &[usize],
 ) {
+    #[cfg(any(feature = "alloc", fuzzing))]
     let (want, want_err) = reference::descriptors_until_error(grouper, src, dst, layout);
-    let want_result = match want_err {
-        Some(e) => Err(e),
-        None => Ok(want.clone()),
-    };
-    assert_eq!(reference::descriptors(grouper, src, dst, layout), want_result, "reference forms");
-    assert_eq!(
-        corun::desc::descriptors(grouper, src, dst, layout),
-        want_result,
-        "desc::descriptors"
-    );
-    let Ok(spans) = grouper.group(src, dst) else { return };
+    #[cfg(any(feature = "alloc", fuzzing))]
+    {
+        let want_result = match want_err {
+            Some(e) => Err(e),
+            None => Ok(want.clone()),
+        };
+        let r = reference::descriptors(grouper, src, dst, layout);
+        assert_eq!(r, want_result, "reference forms");
+        let got = corun::desc::descriptors(grouper, src, dst, layout);
+        assert_eq!(got, want_result, "desc::descriptors");
+        assert_eq!(descriptors_for(grouper, src, dst, layout), want_result, "descriptors_for");
+    }
+    let Ok(spans) = grouped(grouper, src, dst) else { return };
 
     let mut buf = vec![Span::default(); spans.len()];
     let plan = Plan::new(grouper, src, dst, &mut buf).unwrap();
     assert_eq!(plan.spans(), &spans[..]);
     assert_eq!(plan.consumed(), src.len());
-    assert_eq!(plan.descriptors(layout), want_result, "Plan::descriptors");
+    // Without the reference, the one-shot slice form is the answer the rest is held to.
+    #[cfg(not(any(feature = "alloc", fuzzing)))]
+    let (want, want_err) = one_shot(&plan, layout);
     match (plan.count_descriptors(layout), want_err) {
         (Ok(n), None) => assert_eq!(n, want.len(), "count_descriptors"),
         (Ok(_), Some(Error::NegativeIndex { .. } | Error::Overflow { .. })) => {}
@@ -355,13 +368,18 @@ fn check_gather_one<T: super::TestIndex>(
     max_sge: usize,
     caps: &[usize],
 ) {
-    let want = reference::gather(grouper, src, dst, layout, max_sge);
-    let Ok(spans) = grouper.group(src, dst) else {
+    let Ok(spans) = grouped(grouper, src, dst) else {
         return;
     };
     let mut buf = spans.clone();
     let plan = Plan::new(grouper, src, dst, &mut buf).unwrap();
-    assert_eq!(plan.gather(layout, max_sge), want, "Plan::gather");
+    // Without the reference, the one-shot slice form (held to the definition below).
+    #[cfg(any(feature = "alloc", fuzzing))]
+    let want = reference::gather(grouper, src, dst, layout, max_sge);
+    #[cfg(not(any(feature = "alloc", fuzzing)))]
+    let want = gather_of(&plan, layout, max_sge);
+    #[cfg(any(feature = "alloc", fuzzing))]
+    assert_eq!(gather_of(&plan, layout, max_sge), want, "gather_of");
     let Ok((want_reqs, want_sges)) = want else { return };
     for r in &want_reqs {
         let sges = &want_sges[r.first_sge..r.first_sge + r.sge_count];
@@ -407,4 +425,94 @@ fn check_gather_one<T: super::TestIndex>(
         cursor = w.next;
     }
     assert_eq!((reqs, sges), (want_reqs, want_sges), "resumed gather differs from one shot");
+}
+
+/// The descriptors `plan` writes into a slice sized by `count_descriptors`, one call, and
+/// the error that stopped it (with the descriptors before it).
+fn one_shot<T: corun::Index>(
+    plan: &Plan<'_, T>,
+    layout: &Layout<'_>,
+) -> (Vec<Descriptor>, Option<Error>) {
+    let n = match plan.count_descriptors(layout) {
+        Ok(n) => n,
+        Err(e) => return (Vec::new(), Some(e)),
+    };
+    let mut out = vec![Descriptor::default(); n];
+    let r = plan.descriptors_into(layout, Cursor::default(), &mut out);
+    out.truncate(valid(&r));
+    match r {
+        Ok(w) => {
+            assert_eq!((w.descriptors, w.next), (n, None), "a slice of count_descriptors");
+            (out, None)
+        }
+        Err(e) => (out, Some(e)),
+    }
+}
+
+/// Every descriptor of `plan` in a std `Vec`, through the slice form (the no-heap build's
+/// `Plan::descriptors`); where the feature `alloc` is compiled, that form must agree.
+pub fn descriptors_of<T: corun::Index>(
+    plan: &Plan<'_, T>,
+    layout: &Layout<'_>,
+) -> Result<Vec<Descriptor>, Error> {
+    let got = match one_shot(plan, layout) {
+        (out, None) => Ok(out),
+        (_, Some(e)) => Err(e),
+    };
+    #[cfg(any(feature = "alloc", fuzzing))]
+    assert_eq!(plan.descriptors(layout), got, "Plan::descriptors against the slice form");
+    got
+}
+
+/// The descriptors of the runs of `grouper` over `src`/`dst` through the slice forms
+/// (the no-heap build's `corun::desc::descriptors`): a plan over a span buffer of one
+/// slot per position, then [`descriptors_of`].
+pub fn descriptors_for<T: corun::Index>(
+    grouper: &Grouper,
+    src: &[T],
+    dst: &[T],
+    layout: &Layout<'_>,
+) -> Result<Vec<Descriptor>, Error> {
+    let mut buf = vec![Span::default(); src.len()];
+    let plan = Plan::new(grouper, src, dst, &mut buf)?;
+    descriptors_of(&plan, layout)
+}
+
+/// The gather lists of `plan` in std `Vec`s, through the slice form resumed through
+/// buffers of 8 requests (the no-heap build's `Plan::gather`; `first_sge` made relative
+/// to the whole list); where the feature `alloc` is compiled, that form must agree.
+pub fn gather_of<T: corun::Index>(
+    plan: &Plan<'_, T>,
+    layout: &Layout<'_>,
+    max_sge: usize,
+) -> Result<(Vec<WorkRequest>, Vec<Sge>), Error> {
+    let (mut reqs, mut sges) = (Vec::new(), Vec::new());
+    let mut cursor = Some(Cursor::default());
+    let got = loop {
+        let Some(c) = cursor else { break Ok((reqs, sges)) };
+        let mut r = [WorkRequest::default(); 8];
+        let mut s = vec![Sge::default(); max_sge + 7];
+        let w = match plan.gather_into(layout, max_sge, c, &mut r, &mut s) {
+            Ok(w) => w,
+            // `written` counts this call's requests: the whole list's, as one call has it.
+            Err(Error::NegativeIndex { layer, position, written }) => {
+                let written = written + reqs.len();
+                break Err(Error::NegativeIndex { layer, position, written });
+            }
+            Err(Error::Overflow { layer, position, written }) => {
+                break Err(Error::Overflow { layer, position, written: written + reqs.len() });
+            }
+            Err(e) => break Err(e),
+        };
+        assert!(w.requests > 0 || w.next.is_none(), "no progress with room for a request");
+        let base = sges.len();
+        reqs.extend(
+            r[..w.requests].iter().map(|q| WorkRequest { first_sge: q.first_sge + base, ..*q }),
+        );
+        sges.extend_from_slice(&s[..w.sges]);
+        cursor = w.next;
+    };
+    #[cfg(any(feature = "alloc", fuzzing))]
+    assert_eq!(plan.gather(layout, max_sge), got, "Plan::gather against the slice form");
+    got
 }

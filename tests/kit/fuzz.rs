@@ -1,5 +1,9 @@
 //! Structured fuzz inputs: the fuzzer's bytes decode into run-built arrays of an index
 //! type it picks, plus the knobs each target needs. Each `run` is one fuzz iteration.
+//!
+//! The descriptor and gather checks hold corun's writers to `corun::scalar::desc`, which
+//! needs corun's feature `alloc`: without it (`cargo test --no-default-features`) those
+//! two targets are left out of [`TARGETS`] and `raw` checks its grouping only.
 
 use core::num::NonZeroUsize;
 
@@ -9,10 +13,35 @@ use corun::Grouper;
 use super::alphabet::{self, Pick};
 #[cfg(any(feature = "heapless", fuzzing))]
 use super::check_resume_heapless;
-use super::desc::{LayoutSpec, check_descriptors, check_gather};
+use super::desc::LayoutSpec;
+#[cfg(any(feature = "alloc", fuzzing))]
+use super::desc::{check_descriptors, check_gather};
+use super::unordered::{self, Order, check_unordered};
 use super::{
-    Seg, TestIndex, anchor, build, check, check_mismatch, check_resume, check_with, step_of,
+    Seg, TestIndex, anchor, build, check, check_either, check_mismatch, check_resume, check_with,
+    step_of,
 };
+
+/// Every fuzz target, as fuzz/Cargo.toml names them: the ones [`replay`] runs here.
+#[cfg(any(feature = "alloc", fuzzing))]
+pub const TARGETS: &[&str] = &[
+    "agree",
+    "resume",
+    "max_len",
+    "mismatch",
+    "steps",
+    "descriptors",
+    "gather",
+    "raw",
+    "place",
+    "unordered",
+    "either",
+];
+
+/// Every fuzz target but the two held to `corun::scalar::desc` (feature `alloc`).
+#[cfg(not(any(feature = "alloc", fuzzing)))]
+pub const TARGETS: &[&str] =
+    &["agree", "resume", "max_len", "mismatch", "steps", "raw", "place", "unordered", "either"];
 
 /// Which index type the arrays are.
 #[derive(Clone, Copy, Debug, Arbitrary)]
@@ -127,6 +156,7 @@ pub struct DescCase {
     pub caps: Vec<u8>,
 }
 
+#[cfg(any(feature = "alloc", fuzzing))]
 impl DescCase {
     fn run(&self, gather: bool) {
         for_type!(self.pairs.ty, |T| {
@@ -150,6 +180,7 @@ impl DescCase {
 #[derive(Debug, Arbitrary)]
 pub struct Descriptors(pub DescCase);
 
+#[cfg(any(feature = "alloc", fuzzing))]
 impl Descriptors {
     pub fn run(&self) {
         self.0.run(false);
@@ -160,6 +191,7 @@ impl Descriptors {
 #[derive(Debug, Arbitrary)]
 pub struct Gather(pub DescCase);
 
+#[cfg(any(feature = "alloc", fuzzing))]
 impl Gather {
     pub fn run(&self) {
         self.0.run(true);
@@ -271,6 +303,7 @@ impl Raw {
             let (src, dst) = alphabet::arrays::<T>(picks, steps);
             let grouper = Grouper::new().steps(steps.0, steps.1);
             alphabet::check_all(&grouper, &src, &dst, &[usize::from(self.cap % 6)]);
+            #[cfg(any(feature = "alloc", fuzzing))]
             if let Some(spec) = &self.layout {
                 let layers = spec.layers(steps);
                 let layout = spec.layout(&layers);
@@ -321,21 +354,120 @@ impl Place {
     }
 }
 
+/// Target `unordered`: `sort_by_destination`, then the runs of its output, against
+/// the reference (std's sort, then `corun::scalar`) and the fewest runs of the set. The
+/// input steers every way the sort takes ([`unordered::path`]): one run ascending or
+/// descending, runs in any order, pages shuffled under and over 256 of them, their ids
+/// spanning 1 to 4 radix passes or more than 2^32 (64-bit types), sorted, descending or
+/// nearly sorted input, repeated destinations.
+#[derive(Debug, Arbitrary)]
+pub struct Unordered {
+    /// The index type: `u32`, `i32`, `u64`, `i64` by `ty % 4`.
+    pub ty: u8,
+    /// The first destination: an anchor near a limit (below 128), else `raw_first`.
+    pub first: u8,
+    pub raw_first: i64,
+    /// Pieces ([`unordered::pieces`]): how many, their length, gaps and directions.
+    pub count: u16,
+    pub len: u8,
+    pub gap: u8,
+    pub down: u8,
+    /// How they are handed over: kept, reversed, runs or pages shuffled, a few swaps.
+    pub order: u8,
+    /// Not 0: the page at `repeat % n` takes the destination of another.
+    pub repeat: u16,
+    /// A cap on the runs of the sorted pairs (0: none).
+    pub max_len: u16,
+    pub seed: u64,
+}
+
+impl Unordered {
+    /// The input pairs.
+    pub fn build<T: TestIndex>(&self) -> (Vec<T>, Vec<T>) {
+        let first =
+            if self.first < 128 { anchor::<T>(self.first, 1) } else { i128::from(self.raw_first) };
+        let order = [
+            Order::Kept,
+            Order::Reversed,
+            Order::RunsShuffled,
+            Order::PagesShuffled,
+            Order::FewSwaps,
+        ][usize::from(self.order % 5)];
+        let count = usize::from(self.count) % (unordered::MOST_PAGES + 1);
+        let pieces = unordered::pieces(count, self.len, self.gap, self.down, self.seed);
+        let (src, mut dst) = unordered::build::<T>(&pieces, first, order, self.seed);
+        let n = dst.len();
+        if self.repeat != 0 && n >= 2 {
+            let i = usize::from(self.repeat) % n;
+            dst[i] = dst[(i + 1 + (self.seed as usize % (n - 1))) % n];
+        }
+        (src, dst)
+    }
+
+    /// The index type `ty` picks.
+    pub fn ty(&self) -> Ty {
+        [Ty::U32, Ty::I32, Ty::U64, Ty::I64][usize::from(self.ty % 4)]
+    }
+
+    /// The way the sort takes on this input ([`unordered::path`]).
+    pub fn path(&self) -> &'static str {
+        for_type!(self.ty(), |T| { unordered::path(&self.build::<T>().1) })
+    }
+
+    pub fn run(&self) {
+        for_type!(self.ty(), |T| {
+            let (src, dst) = self.build::<T>();
+            check_unordered(&grouper(Some(self.max_len)), &src, &dst);
+        });
+    }
+}
+
+/// Target `either`: either-direction grouping with a cap ([`check_either`]): the
+/// reference, the cap's contract (each piece a run of its own, its direction set afresh),
+/// resumed through slices, `heapless::Vec`s and the iterator.
+#[derive(Debug, Arbitrary)]
+pub struct Either {
+    /// The cap: 1 to 8 half of the time, around a block (60 to 67), or anything (0: none).
+    pub max_len: u16,
+    pub steps: Option<(u8, u8)>,
+    pub caps: [u8; 3],
+    pub take: u8,
+    pub pairs: Pairs,
+}
+
+impl Either {
+    pub fn run(&self) {
+        let m = self.max_len;
+        let cap = match m % 4 {
+            0 | 1 => 1 + m % 8,
+            2 => 60 + m % 8,
+            _ => m >> 2,
+        };
+        let caps: Vec<usize> = self.caps.iter().map(|&c| 1 + usize::from(c % 16)).collect();
+        for_type!(self.pairs.ty, |T| {
+            let steps = steps::<T>(self.steps);
+            let (src, dst) = self.pairs.build_steps::<T>(steps);
+            let grouper = grouper(Some(cap)).steps(steps.0, steps.1);
+            check_either(&grouper, &src, &dst, &caps, usize::from(self.take));
+        });
+    }
+}
+
+/// The input `I` decoded from `bytes` as libfuzzer-sys decodes it; `None` when it does not
+/// decode (the fuzzer skips those too).
+pub fn decode<'a, I: Arbitrary<'a>>(bytes: &'a [u8]) -> Option<I> {
+    if bytes.len() < I::size_hint(0).0 {
+        return None;
+    }
+    I::arbitrary_take_rest(arbitrary::Unstructured::new(bytes)).ok()
+}
+
 /// Decodes `bytes` as libfuzzer-sys does for target `target` and runs one iteration;
 /// `false` when the bytes do not decode (the fuzzer skips those too). Used to replay the
 /// seed corpora and found crashes under `cargo test`.
 pub fn replay(target: &str, bytes: &[u8]) -> bool {
     fn run<'a, I: Arbitrary<'a>>(bytes: &'a [u8], go: impl FnOnce(&I)) -> bool {
-        if bytes.len() < I::size_hint(0).0 {
-            return false;
-        }
-        match I::arbitrary_take_rest(arbitrary::Unstructured::new(bytes)) {
-            Ok(input) => {
-                go(&input);
-                true
-            }
-            Err(_) => false,
-        }
+        decode::<I>(bytes).map(|input| go(&input)).is_some()
     }
     match target {
         "agree" => run(bytes, Agree::run),
@@ -343,10 +475,14 @@ pub fn replay(target: &str, bytes: &[u8]) -> bool {
         "max_len" => run(bytes, MaxLen::run),
         "mismatch" => run(bytes, Mismatch::run),
         "steps" => run(bytes, Steps::run),
+        #[cfg(any(feature = "alloc", fuzzing))]
         "descriptors" => run(bytes, Descriptors::run),
+        #[cfg(any(feature = "alloc", fuzzing))]
         "gather" => run(bytes, Gather::run),
         "raw" => run(bytes, Raw::run),
         "place" => run(bytes, Place::run),
+        "unordered" => run(bytes, Unordered::run),
+        "either" => run(bytes, Either::run),
         _ => panic!("no fuzz target named {target}"),
     }
 }
