@@ -197,10 +197,15 @@ pub fn pieces(count: usize, len: u8, gap: u8, down: u8, seed: u64) -> Vec<Piece>
     out
 }
 
+/// `RADIX_MIN` of `src/order/radix.rs` (private there), copied by hand: change both
+/// together (the seeds of the "few" ways hold 24 pages, under it).
+const RADIX_MIN: usize = 32;
+
 /// The way `sort_by_destination` takes through `dst`, by its documented rule: by runs
 /// when `dst` has at most `n / 2` maximal runs stepping by +1 or -1, which share no
 /// destination; else by pages: the radix sort of positions when the destinations span
-/// at most 2^32 ids (`radix-N` by its passes, at 256 pages and more), the introsort for
+/// at most 2^32 ids (`radix-N` by its passes, from the radix sort's threshold of 32 pages:
+/// `src/order/radix.rs`, `RADIX_MIN`), the introsort for
 /// a wider span or few pages (by its input: sorted, descending or any). For the seeds'
 /// coverage test: every way must be among them.
 pub fn path<T: TestIndex>(dst: &[T]) -> &'static str {
@@ -225,10 +230,10 @@ pub fn path<T: TestIndex>(dst: &[T]) -> &'static str {
     }
     let span = wide.iter().max().unwrap_or(&0) - wide.iter().min().unwrap_or(&0);
     let passes = (128 - span.leading_zeros()).div_ceil(8).max(1);
-    if n >= 256 && passes <= 4 {
+    if n >= RADIX_MIN && passes <= 4 {
         return ["radix-1", "radix-2", "radix-3", "radix-4"][passes as usize - 1];
     }
-    let why = if n >= 256 { "wide" } else { "few" };
+    let why = if n >= RADIX_MIN { "wide" } else { "few" };
     if wide.windows(2).all(|w| w[0] < w[1]) {
         if why == "wide" { "introsort (wide): sorted" } else { "introsort (few): sorted" }
     } else if wide.windows(2).all(|w| w[0] > w[1]) {
