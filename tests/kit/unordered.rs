@@ -111,11 +111,22 @@ pub enum Order {
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn below(&mut self, n: usize) -> usize {
+    fn step(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
-        (self.0 % n.max(1) as u64) as usize
+        self.0
+    }
+
+    /// Below `u64::MAX`, whatever the width of `usize`: wide gaps and source jumps draw
+    /// from this, so that 32-bit targets build the same inputs from the same seeds (with
+    /// `below(usize::MAX)` they drew below 2^32 there, and no seed reached a wide span).
+    pub fn wide(&mut self) -> u64 {
+        self.step() % u64::MAX
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.step() % n.max(1) as u64) as usize
     }
 }
 
@@ -187,10 +198,10 @@ pub fn pieces(count: usize, len: u8, gap: u8, down: u8, seed: u64) -> Vec<Piece>
         let gap = match gap >> 6 {
             0 => 1,
             1 => 1 + rng.below(1 + usize::from(gap % 64)) as i64,
-            2 => 1 + (rng.below(usize::MAX) as u64 >> (64 - bits.max(1))) as i64,
+            2 => 1 + (rng.wide() >> (64 - bits.max(1))) as i64,
             _ => rng.below(7) as i64 - 3,
         };
-        let src_jump = if rng.below(4) == 0 { rng.below(usize::MAX) as i64 } else { 0 };
+        let src_jump = if rng.below(4) == 0 { rng.wide() as i64 } else { 0 };
         out.push(Piece { len, down: rng.below(8) < usize::from(down), gap, src_jump });
         total += len;
     }
