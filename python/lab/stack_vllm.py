@@ -6,12 +6,27 @@ layout resolved (``resolve_kv_cache_layout``, LBHNC), the KV cache config planne
 (``get_kv_cache_configs``), its tensors allocated and viewed per layer
 (``vllm.v1.worker.utils.allocate_kv_cache``: torch CPU tensors, 32 layers, blocks of 16
 tokens x 8 heads x (K 128 | V 128) bf16, 64 KiB a layer), vLLM's ``Scheduler`` with its
-``KVCacheManager`` and ``BlockPool`` (prefix caching on), the ``NixlPullConnector``
+``KVCacheManager`` and ``BlockPool`` (prefix caching on), the NIXL connector's
 scheduler side (its side channel on 127.0.0.1 serves the handshake) and worker side
-(``register_kv_caches``: one NIXL region per layer, the real ``nixl_agent`` with UCX).
-The decode side pulls each request (``pull_worker.py: _read_blocks_for_req`` ->
-``make_prepped_xfer("READ")``); the prefill side frees the blocks when NIXL's
-notification says they were read. With the plugin on, each process sets
+(``register_kv_caches``: one NIXL region per layer, the real ``nixl_agent`` with UCX), in
+either of vLLM's modes (``--mode pull|push|both``; ``nixl/connector.py``, chosen by
+``kv_connector``: ``NixlConnector`` is ``NixlPullConnector``, ``NixlPushConnector``):
+
+- pull: the decode side pulls each request (``pull_worker.py: _read_blocks_for_req`` ->
+  ``make_prepped_xfer("READ")``); the prefill side frees the blocks when NIXL's
+  notification says they were read.
+- push: the decode scheduler stashes a registration of the blocks it allocated
+  (``push_scheduler.py: update_state_after_alloc``), its worker's ``nixl-push-writer``
+  thread handshakes notif-only with the prefill side and sends it as a ``PUSH_REG``
+  notification; the prefill side's writer thread matches it with the finished request's
+  blocks (``request_finished`` -> ``push_finished_blocks``), handshakes with the decode
+  side's side channel and writes (``push_worker.py: _xfer_blocks_for_req`` ->
+  ``make_prepped_xfer("WRITE")``, the uncached tail only on a decode prefix hit); the
+  decode side is done on the WRITE's notification, the prefill side frees its blocks when
+  its WRITE handles are DONE. ``place`` works the same: push's ``request_finished``
+  hands the decode side the prefill side's ``remote_block_ids`` too.
+
+With the plugin on, each process sets
 ``CORUN_VLLM=all`` and calls ``vllm.plugins.load_general_plugins()`` before it builds
 anything, as ``vllm serve`` does; every way runs in fresh processes.
 
@@ -25,14 +40,16 @@ preempted request recomputes) with the pattern of ``lab.stack_common`` (owner, l
 K/V, position), slot by slot; the decode side checks every byte of every block of each
 request once its transfer is done (the blocks it pulled and its own prefix-cache hits).
 
-Measured in the decode process: ``descriptors`` are the ids vLLM hands NIXL, counted at
-the agent's ``make_prepped_xfer`` (vLLM 0.33 does not merge blocks: one id per region and
-block, ``base_worker.py: _compute_desc_ids``); ``nixl_posted`` is what NIXL posted after
-its own merge of neighbours adjacent on both sides (its telemetry's ``descCount``, read
-by vLLM's own ``_pop_done_transfers`` into ``NixlKVConnectorStats``). ``xfer_ms`` runs
-from ``_read_blocks_for_req`` being called to the poll on which NIXL says DONE for the
-request's last handle; ``post_share`` is the share of it spent inside
-``_read_blocks_for_req`` (vLLM's and corun's Python, NIXL's prep and post), and
+Measured in the process that posts the transfers (pull: decode; push: prefill):
+``descriptors`` are the ids vLLM hands NIXL, counted at the agent's ``make_prepped_xfer``
+(vLLM 0.33 does not merge blocks: one id per region and block, ``base_worker.py:
+_compute_desc_ids``); ``nixl_posted`` is what NIXL posted after its own merge of
+neighbours adjacent on both sides (its telemetry's ``descCount``, read by vLLM's own
+``_pop_done_transfers`` into ``NixlKVConnectorStats``). ``xfer_ms`` runs from
+``_read_blocks_for_req`` (push: ``_xfer_blocks_for_req``, on the writer thread) being
+called to the engine-thread poll on which NIXL says DONE for the request's last handle
+(push's ``PUSH_REG`` round trip before the WRITE is not in it); ``post_share`` is the
+share of it spent inside that call (vLLM's and corun's Python, NIXL's prep and post), and
 ``nixl_post_share`` NIXL's own ``postDuration / xferDuration``.
 
 Shims (only where vLLM needs a model or a GPU):
@@ -52,7 +69,9 @@ Shims (only where vLLM needs a model or a GPU):
   (``bind_connector_metadata``, ``start_load_kv``, ``wait_for_save``, ``get_finished``,
   ``clear_connector_metadata``; ``kv_connector_model_runner_mixin.py``).
 
-Not measured here: push mode (``push_worker.py``), and vLLM's Mooncake connector, whose
+A full run measures both modes (pull, then push, each plugin off and on, alternating
+which goes first); ``--quick`` (CI's) pull only: push's two ways add four engine
+processes, over a minute more. Not measured here: vLLM's Mooncake connector, whose
 worker needs a GPU at its first device line: ``mooncake/mooncake_connector.py:1242``,
 ``self.device_id = torch.accelerator.current_device_index()`` in
 ``MooncakeConnectorWorker.__init__``, before its ``TransferEngine`` is made, raises on
@@ -71,6 +90,7 @@ import multiprocessing as mp
 import os
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -90,6 +110,10 @@ BLOCK_BYTES = LAYERS * 2 * BLOCK * HEADS * HEAD * 2  # one block, every layer, K
 MODEL = "Qwen/Qwen3-0.6B"  # 8 KV heads of 128; 32 layers by hf_overrides
 STEP_TIMEOUT = 120.0  # seconds a request may take before the run is an error
 PYTHON = Path(__file__).resolve().parents[1]
+#: vLLM's connector for each NIXL mode (``nixl/connector.py``: ``NixlConnector`` is the
+#: pull connector's old name).
+CONNECTORS = {"pull": "NixlConnector", "push": "NixlPushConnector"}
+MODES = tuple(CONNECTORS)
 
 
 def pools(quick: bool):
@@ -109,7 +133,8 @@ def free_port() -> int:
 class Engine:
     """vLLM's scheduler and NIXL connector (both sides) over host KV caches."""
 
-    def __init__(self, role: str, blocks: int, side_port: int, dist_port: int, plugin: bool):
+    def __init__(self, role: str, blocks: int, side_port: int, dist_port: int, plugin: bool,
+                 mode: str = "pull"):
         os.environ.update(VLLM_TARGET_DEVICE="cpu", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                           VLLM_NIXL_SIDE_CHANNEL_HOST="127.0.0.1",
                           VLLM_NIXL_SIDE_CHANNEL_PORT=str(side_port),
@@ -145,7 +170,8 @@ class Engine:
             scheduler_config=SchedulerConfig(max_num_seqs=256, max_num_batched_tokens=max_len,
                                              max_model_len=max_len, is_encoder_decoder=False),
             kv_transfer_config=KVTransferConfig(
-                kv_connector="NixlConnector", kv_role="kv_producer" if producer else "kv_consumer",
+                kv_connector=CONNECTORS[mode],
+                kv_role="kv_producer" if producer else "kv_consumer",
                 engine_id=f"{role}-engine"),
             device_config=DeviceConfig("cpu"))
         # vLLM's workers and scheduler read the config from this context while built; it
@@ -205,7 +231,9 @@ class Engine:
         self.words = [self.caches[n].view(torch.int16).numpy().view(np.uint64) for n in self.names]
         self.worker = self.conn.connector_worker
         self.received: set = set()  # requests whose pull NIXL reported done
-        self.timing = Timing(self.worker) if not producer else None
+        # The side that posts the transfers measures them: pull mode's reader (decode),
+        # push mode's writer (prefill).
+        self.timing = Timing(self.worker, mode) if producer == (mode == "push") else None
         self.params: Dict[str, Any] = {}
         self.owners: Dict[str, np.ndarray] = {}
         self.live: deque = deque()
@@ -315,6 +343,14 @@ class Engine:
         blocks = self.sched.kv_cache_manager.get_block_ids(rid)[0][:spec.blocks]
         return check_blocks(self.words, blocks, self.owners[rid])
 
+    def drain(self):
+        """Steps until every transfer this side posted was seen DONE (push: the prefill
+        side polls its WRITE handles after the decode side's notification arrived)."""
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while self.timing is not None and self.timing.pending() and time.monotonic() < deadline:
+            self.step()
+            time.sleep(0.001)
+
     def finish(self, rid):
         from vllm.v1.request import RequestStatus
 
@@ -363,52 +399,70 @@ def check_blocks(words, blocks, owners):
 
 
 class Timing:
-    """Per request: when vLLM started its transfer (``_read_blocks_for_req`` called),
-    how long it spent posting (inside that call), the ids it handed NIXL
-    (``make_prepped_xfer``) and when NIXL said DONE for its last handle; and vLLM's own
-    transfer stats (``NixlKVConnectorStats``: NIXL's descCount, post and transfer
-    durations). Wraps the worker's calls without changing what they do."""
+    """Per request: when vLLM started its transfer (pull: ``_read_blocks_for_req`` called
+    on the decode side; push: ``_xfer_blocks_for_req`` called by the prefill side's
+    ``nixl-push-writer`` thread), how long it spent posting (inside that call), the ids it
+    handed NIXL (``make_prepped_xfer``) and when NIXL said DONE for its last handle; and
+    vLLM's own transfer stats (``NixlKVConnectorStats``: NIXL's descCount, post and
+    transfer durations). Wraps the worker's calls without changing what they do."""
 
-    def __init__(self, worker):
+    def __init__(self, worker, mode: str = "pull"):
         self.start: Dict[str, float] = {}
         self.post: Dict[str, float] = {}
         self.done: Dict[str, float] = {}
         self.handles: Dict[Any, str] = {}
         self.handed = 0
         self.stats: Dict[str, List[float]] = {}
-        self.current = None
-        read = worker._read_blocks_for_req
+        # The request whose transfer the calling thread is posting: push posts from the
+        # writer thread while the engine thread polls.
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        name = "_xfer_blocks_for_req" if mode == "push" else "_read_blocks_for_req"
+        post = getattr(worker, name)
         nixl = worker.nixl_wrapper
         make = nixl.make_prepped_xfer  # the plugin's ordering wrapper, when it is on
         check = nixl.check_xfer_state
 
-        def timed_read(req_id, meta):
+        def timed_post(*args, **kwargs):
+            # Both take (req_id, meta); push calls them by keyword.
+            req_id = kwargs["req_id"] if "req_id" in kwargs else args[0]
             t = time.perf_counter()
-            self.start.setdefault(req_id, t)
-            self.current = req_id
+            with self.lock:
+                self.start.setdefault(req_id, t)
+            self.local.current = req_id
             try:
-                return read(req_id, meta)
+                return post(*args, **kwargs)
             finally:
-                self.current = None
-                self.post[req_id] = self.post.get(req_id, 0.0) + time.perf_counter() - t
+                self.local.current = None
+                with self.lock:
+                    self.post[req_id] = self.post.get(req_id, 0.0) + time.perf_counter() - t
 
         def counted_make(*args, **kwargs):
             ids = args[2] if len(args) > 2 else kwargs.get("local_xfer_side_desc_ids", ())
             handle = make(*args, **kwargs)
-            self.handed += len(ids)
-            if self.current is not None:
-                self.handles[handle] = self.current
+            current = getattr(self.local, "current", None)
+            with self.lock:
+                self.handed += len(ids)
+                if current is not None:
+                    self.handles[handle] = current
             return handle
 
         def timed_check(handle):
             state = check(handle)
-            if state == "DONE" and handle in self.handles:
-                self.done[self.handles.pop(handle)] = time.perf_counter()
+            if state == "DONE":
+                with self.lock:
+                    if handle in self.handles:
+                        self.done[self.handles.pop(handle)] = time.perf_counter()
             return state
 
-        worker._read_blocks_for_req = timed_read
+        setattr(worker, name, timed_post)
         nixl.make_prepped_xfer = counted_make
         nixl.check_xfer_state = timed_check
+
+    def pending(self) -> int:
+        """Handles posted and not yet seen DONE."""
+        with self.lock:
+            return len(self.handles)
 
     def add_stats(self, stats):
         for k, v in stats.data.items():
@@ -425,11 +479,11 @@ class Timing:
                     nixl_xfer_s=float(sum(s.get("transfer_duration", []))))
 
 
-def engine_main(role, blocks, side_port, dist_port, plugin, conn):
+def engine_main(role, blocks, side_port, dist_port, plugin, mode, conn):
     """A process's loop: builds its engine, then serves the orchestrator's commands,
     stepping the engine while idle so that notifications are served."""
     try:
-        e = Engine(role, blocks, side_port, dist_port, plugin)
+        e = Engine(role, blocks, side_port, dist_port, plugin, mode)
         conn.send(("ready", None))
         while True:
             if not conn.poll(0.002):
@@ -437,6 +491,7 @@ def engine_main(role, blocks, side_port, dist_port, plugin, conn):
                 continue
             cmd, *args = conn.recv()
             if cmd == "exit":
+                e.drain()
                 counters = e.plugin.counters()
                 conn.send(("ok", dict(counters=counters,
                                       timing=e.timing.summary() if e.timing else None)))
@@ -455,12 +510,12 @@ def engine_main(role, blocks, side_port, dist_port, plugin, conn):
 
 
 class Peer:
-    def __init__(self, role, blocks, plugin):
+    def __init__(self, role, blocks, plugin, mode):
         ctx = mp.get_context("spawn")
         self.role = role
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=engine_main, daemon=True,
-                                args=(role, blocks, free_port(), free_port(), plugin, child))
+                                args=(role, blocks, free_port(), free_port(), plugin, mode, child))
         self.proc.start()
 
     def call(self, *msg):
@@ -480,10 +535,11 @@ class Peer:
 
 
 def run_way(args, mode: str, plugin: str) -> sc.WayResult:
-    """One way in two fresh processes: the whole request stream, pulled and checked."""
+    """One way in two fresh processes: the whole request stream, moved (pulled by the
+    decode side, or pushed by the prefill side) and checked."""
     pre_blocks, dec_blocks = pools(args.quick)
     on = plugin == "on"
-    pre, dec = Peer("prefill", pre_blocks, on), Peer("decode", dec_blocks, on)
+    pre, dec = Peer("prefill", pre_blocks, on, mode), Peer("decode", dec_blocks, on, mode)
     r = sc.WayResult()
     try:
         pre.call()
@@ -505,7 +561,7 @@ def run_way(args, mode: str, plugin: str) -> sc.WayResult:
         r.placed += c.get("placed", 0)
         r.fallback += c.get("fallback", 0)
         r.errors += c.get("errors", 0)
-    t = got["decode"]["timing"]
+    t = got["prefill" if mode == "push" else "decode"]["timing"]
     r.descriptors = t["handed"]
     r.xfer_ms = t["xfer_ms"]
     xfer_total = sum(r.xfer_ms)
@@ -517,22 +573,37 @@ def run_way(args, mode: str, plugin: str) -> sc.WayResult:
     return r
 
 
-def main(argv=None):
+def run_modes(args) -> List[str]:
+    """The modes a run measures: ``--mode``'s, else both (``--quick``: pull alone, CI's
+    time)."""
+    if args.mode is None:
+        return ["pull"] if args.quick else list(MODES)
+    return list(MODES) if args.mode == "both" else [args.mode]
+
+
+def main(argv=None) -> int:
+    """Runs both ways of each mode asked for and prints their lines; returns 0 when every
+    line has bytes_bad=0, errors=0 and bytes_checked equal to the requests' KV size."""
     ap = sc.parser(__doc__.split("\n\n")[0])
-    ap.add_argument("--mode", choices=["pull"], default="pull",
-                    help="NIXL pull mode (push mode is not measured yet: see the module docs)")
+    ap.add_argument("--mode", choices=["pull", "push", "both"], default=None,
+                    help="NIXL pull mode (NixlConnector: the decode side READs), push mode "
+                         "(NixlPushConnector: the prefill side WRITEs) or both (default: both; "
+                         "--quick: pull)")
     args = sc.parse(ap, argv)
+    modes = run_modes(args)
     sc.tee_results("stack-e2e-vllm.txt", args)
     pre_blocks, dec_blocks = pools(args.quick)
     print(f"vLLM 0.33.0 NIXL connector, two processes on 127.0.0.1; {LAYERS} layers, blocks of "
           f"{BLOCK} tokens x {HEADS} heads x {HEAD} x 2 B (K and V); pools of {pre_blocks} prefill "
           f"and {dec_blocks} decode blocks; workload {args.workload}, {args.requests} requests, "
-          f"seed {args.seed}", flush=True)
-    modes = ["pull"]
+          f"seed {args.seed}; mode {', '.join(modes)}", flush=True)
     got = sc.alternate(lambda mode, plugin: run_way(args, mode, plugin), modes)
-    lines = sc.report("vllm", "nixl", got)
+    sc.report("vllm", "nixl", got)
     print(f"stack-e2e-note connector=mooncake run=no reason={MOONCAKE_GPU_LINE!r}")
-    return lines
+    # stack_e2e.py exits with this: 1 when a line misses its contract (as lab.stack_sglang).
+    ok = all(r.bytes_bad == 0 and r.errors == 0 and r.bytes_checked == r.bytes_expected
+             for r in got.values())
+    return 0 if ok else 1
 
 
 #: Why vLLM's Mooncake connector is not run here (see the module docs).

@@ -86,3 +86,47 @@ def test_the_line_formatter_and_reader_agree():
     assert f["xfer_ms_p50"] == "2.000" and f["nixl_posted"] == "2" and f["placed"] == "1"
     with pytest.raises(ValueError):
         sc.parse_line("e2e engine=nixl")
+
+
+def test_modes_a_run_measures():
+    """--mode picks vLLM's NIXL modes; a full run does both, --quick (CI's) pull alone."""
+    from lab import stack_vllm
+
+    def modes(argv):
+        ap = sc.parser("t")
+        ap.add_argument("--mode", choices=["pull", "push", "both"], default=None)
+        return stack_vllm.run_modes(sc.parse(ap, argv))
+
+    assert modes([]) == ["pull", "push"]
+    assert modes(["--quick"]) == ["pull"]
+    assert modes(["--mode", "push", "--quick"]) == ["push"]
+    assert modes(["--mode", "both", "--quick"]) == ["pull", "push"]
+    assert stack_vllm.CONNECTORS == {"pull": "NixlConnector", "push": "NixlPushConnector"}
+    with pytest.raises(SystemExit):
+        stack_vllm.main(["--mode", "write"])
+
+
+@pytest.mark.skipif(os.environ.get("CORUN_VLLM_STACK_PUSH") != "1",
+                    reason="push mode's run (four more engine processes, about two minutes): "
+                           "CORUN_VLLM_STACK_PUSH=1 runs it")
+def test_push_mode_run_keeps_the_contract():
+    """vLLM's NixlPushConnector (the prefill side WRITEs) both ways: every byte intact."""
+    absent = missing()
+    if absent is not None:
+        pytest.fail(f"CORUN_VLLM_STACK_PUSH=1 but {absent} is not importable")
+    args = ["--quick", "--mode", "push", "--requests", "6"]
+    proc = subprocess.run([sys.executable, str(PYTHON / "stack_e2e.py"), "--stack", "vllm", *args],
+                          cwd=PYTHON, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("stack-e2e ")]
+    assert len(lines) == 2, lines
+    for line in lines:
+        f = sc.parse_line(line)
+        assert list(f)[:len(sc.LINE_FIELDS)] == list(sc.LINE_FIELDS), line
+        assert (f["stack"], f["connector"], f["mode"]) == ("vllm", "nixl", "push")
+        assert f["bytes_bad"] == "0" and f["errors"] == "0", line
+        assert int(f["bytes_checked"]) == int(f["bytes_expected"]) == expected_bytes(args[:1] + args[3:]), line
+        assert int(f["requests"]) == 6 and int(f["descriptors"]) > 0
+        assert float(f["xfer_ms_p50"]) > 0 and float(f["xfer_ms_p99"]) >= float(f["xfer_ms_p50"])
+    got = {sc.parse_line(line)["plugin"]: sc.parse_line(line) for line in lines}
+    assert got["off"]["placed"] == "0" and int(got["on"]["descriptors"]) <= int(got["off"]["descriptors"])
