@@ -402,12 +402,11 @@ def _is_vllms(merged: Tuple[List[int], List[int], List[int]], local_sorted: bool
     ``local_sorted``: the merged local offsets ascend (they are sorted unless
     ``assume_sorted``), so their ends bound them and that column needs no pass."""
     local, remote, sizes = merged
+    columns: Tuple[List[int], ...] = merged
     if local_sorted:
         if not (-_EXACT < local[0] and local[-1] < _EXACT):
             return False
         columns = (remote, sizes)
-    else:
-        columns = merged
     return all(-_EXACT < min(column) and max(column) < _EXACT for column in columns)
 
 
