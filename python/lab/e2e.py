@@ -54,8 +54,6 @@ The last lines, one per engine and workload:
 
 import argparse
 import multiprocessing as mp
-import os
-import sys
 import time
 
 import numpy as np
@@ -63,7 +61,7 @@ import numpy as np
 import corun
 from corun.vllm_plugin import nixl_order
 from lab import replay as rp
-from lab import results, sglang_ref, workloads
+from lab import nixl_exit, results, sglang_ref, workloads
 
 LAYERS = 64
 BUFFERS = 2 * LAYERS
@@ -632,12 +630,7 @@ def command_line(args):
     if not args.quick:
         results.tee("e2e-replay.txt" if args.replay is not None else "e2e.txt")
     measure_args(args)
-    # NIXL 1.5's native teardown at interpreter exit crashes the process (SIGSEGV, after
-    # Python's own finalisation; releasing its handles, peer and registration first did
-    # not help): leave without running it, once the report is out.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    nixl_exit.leave(0)
 
 
 def measure_args(args):

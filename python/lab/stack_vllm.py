@@ -89,7 +89,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import socket
-import sys
 import threading
 import time
 import traceback
@@ -99,6 +98,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from lab import nixl_exit
 from lab import stack_common as sc
 
 LAYERS = 32
@@ -503,10 +503,7 @@ def engine_main(role, blocks, side_port, dist_port, plugin, mode, conn):
     except BaseException as ex:
         conn.send(("error", f"{role}: {type(ex).__name__}: {ex}\n{traceback.format_exc()}"))
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # NIXL's native teardown at exit crashes the process (see e2e.py): leave without it.
-        os._exit(0)
+        nixl_exit.leave(0)
 
 
 class Peer:

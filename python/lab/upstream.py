@@ -15,6 +15,8 @@ little, ``load`` executes the whole file as a module instead.
 - ``vllm_moriio_merge()``: vLLM MoRIIO's ``merge_contiguous_blocks``, callable as
   ``f(offsets_local, offsets_remote, sizes, assume_sorted=False)``.
 - ``vllm_queue_classes()``: vLLM's ``(KVCacheBlock, FreeKVCacheBlockQueue)``.
+- ``vllm_tests_package(where)``: vLLM's test tree from its sdist (``tests/``, which
+  ``lab.vllm_suite`` unpacks) importable as the package ``tests``, sys.path untouched.
 
 Anything missing raises ``Missing``, whose message ends with ``HINT``.
 """
@@ -23,6 +25,7 @@ import ast
 import functools
 import importlib.util
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
@@ -146,3 +149,21 @@ def vllm_queue_classes():
         env[name] = compile_def(text, top[name], env, label="vllm")
         out.append(env[name])
     return tuple(out)
+
+
+def vllm_tests_package(where):
+    """vLLM's test tree ``where`` (its ``tests/`` directory) as the package ``tests``: its
+    modules import each other as ``tests.v1...``, and they are found through the package's
+    own ``__path__``, so sys.path stays as it is and nothing on it can shadow them."""
+    where = os.fspath(where)
+    have = sys.modules.get("tests")
+    if have is not None and list(getattr(have, "__path__", [])) == [where]:
+        return have
+    init = os.path.join(where, "__init__.py")
+    if not os.path.isfile(init):
+        raise Missing(f"vLLM's test tree has no {init}")
+    spec = importlib.util.spec_from_file_location("tests", init, submodule_search_locations=[where])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tests"] = module
+    spec.loader.exec_module(module)
+    return module

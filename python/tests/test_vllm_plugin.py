@@ -13,14 +13,12 @@ nixl_before=<n> nixl_after=<n>``, and fails unless placement happened.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import random
 import subprocess
 import sys
 import traceback
-import types
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +26,7 @@ import pytest
 
 import corun
 from corun import _corun, adapters, vllm_plugin
+from lab import upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRE = os.environ.get("CORUN_REQUIRE_VLLM") == "1"
@@ -165,27 +164,6 @@ def vllm_itself():
         pytest.skip(f"vLLM {vllm.__version__} is not one the plugin was tested with")
 
 
-def _vllm_tests_package(where: Path) -> None:
-    """vLLM's test tree as the package ``tests`` (its modules import each other as
-    ``tests.v1...``), found through the package's own ``__path__``: sys.path stays as it
-    is, so no other ``tests`` or ``utils`` on it can shadow corun's modules or vLLM's."""
-    have = sys.modules.get("tests")
-    if have is not None and list(getattr(have, "__path__", [])) == [str(where)]:
-        return
-    init = where / "__init__.py"
-    if init.is_file():
-        spec = importlib.util.spec_from_file_location(
-            "tests", init, submodule_search_locations=[str(where)])
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["tests"] = module
-        spec.loader.exec_module(module)
-    else:  # a namespace package, as Python would make of a directory without __init__.py
-        module = types.ModuleType("tests")
-        module.__path__ = [str(where)]
-        sys.modules["tests"] = module
-
-
 def vllm_parts():
     """vLLM's test helpers and classes, or a pytest skip naming what is missing."""
     vllm_itself()
@@ -194,7 +172,7 @@ def vllm_parts():
         if REQUIRE:
             raise FileNotFoundError(tests)
         pytest.skip(f"vLLM's test tree is absent at {tests} (python/vllm_suite.py unpacks it)")
-    _vllm_tests_package(tests / "tests")
+    upstream.vllm_tests_package(tests / "tests")
     from tests.v1.kv_connector.unit import test_nixl_desc_geometry as geo
     from tests.v1.kv_connector.unit import utils as vu
 
