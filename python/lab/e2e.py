@@ -425,7 +425,7 @@ def nixl_ways(s, src, dst, limit):
     def corun_way():
         p = {}
         s.check_pages(src, dst)
-        runs = len(timed(p, "grouping", lambda: corun.runs(src, dst))[2])
+        runs = timed(p, "grouping", lambda: corun.count_runs(src, dst))
         if runs > NIXL_PREPPED_ABOVE * len(src):
             # Nothing to merge: the per-page lists the pool prepared, by index.
             return prepped(p)

@@ -354,9 +354,9 @@ def gather_wrs(src, dst, direction):
 
 
 WAYS = {
-    "asc": lambda s, d: len(corun.runs(s, d)[2]),
-    "either": lambda s, d: len(corun.runs(s, d, direction="either")[2]),
-    "orderfree": lambda s, d: len(corun.runs(*corun.sort_by_destination(s, d))[2]),
+    "asc": lambda s, d: corun.count_runs(s, d),
+    "either": lambda s, d: corun.count_runs(s, d, direction="either"),
+    "orderfree": lambda s, d: corun.count_runs(*corun.sort_by_destination(s, d)),
     "gather_wrs": lambda s, d: gather_wrs(s, d, "ascending"),
     "gather_wrs_either": lambda s, d: gather_wrs(s, d, "either"),
 }
@@ -417,7 +417,7 @@ def report(allocator, w, own, placed, window, out):
     # Placement: the second side's pages chosen against the first side's.
     first = (lambda s, d: s) if allocator == "vllm" else (lambda s, d: d)
     ways = {"placed (either)": WAYS["either"], "placed gather_wrs_either": WAYS["gather_wrs_either"],
-            "bound (first side's runs)": lambda s, d: len(corun.runs(first(s, d), first(s, d), direction="either")[2])}
+            "bound (first side's runs)": lambda s, d: corun.count_runs(first(s, d), first(s, d), direction="either")}
     n_placed = max(len(placed.placements), 1)
     side = "decode (pull mode)" if allocator == "vllm" else "prefill"
     prates = ", ".join(f"{k} {v:.3f}" for k, v in placed.hit_rate.items())

@@ -72,6 +72,16 @@ pub fn spans<T: Index>(
     detached(py, src.len(), || grouper.group(src, dst))
 }
 
+/// The number of runs of `src`/`dst` by `grouper`, nothing built.
+pub fn count_runs<T: Index>(
+    py: Python<'_>,
+    grouper: &Grouper,
+    src: &[T],
+    dst: &[T],
+) -> Result<usize, Error> {
+    detached(py, src.len(), || grouper.count_runs(src, dst))
+}
+
 /// `src`/`dst` sorted by destination into `src_out`/`dst_out` (`sort_by_destination`).
 pub fn sort_by_destination<T: Index>(
     py: Python<'_>,

@@ -98,6 +98,35 @@ pub fn runs<'py>(
     PyTuple::new(py, out)
 }
 
+/// The number of runs ``runs`` would return: ``len(runs(src, dst, ...)[2])``, with no array built.
+///
+/// The same arguments and errors as ``runs`` (``max_len`` cuts longer runs into pieces,
+/// each counted; ``direction="either"`` merges runs that descend on both sides). Unequal
+/// lengths (one empty side included) raise ``ValueError``; two empty sides count 0.
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, max_len=None, direction=ASCENDING),
+       text_signature = "(src, dst, *, max_len=None, direction='ascending')")]
+pub fn count_runs<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyAny>,
+    dst: &Bound<'py, PyAny>,
+    max_len: Option<&Bound<'py, PyAny>>,
+    direction: DirectionArg,
+) -> PyResult<usize> {
+    let max_len = input::cap(max_len, "max_len", usize::MAX as i128, "1..2**64", |m| {
+        usize::try_from(m).ok().and_then(NonZeroUsize::new)
+    })?;
+    let grouper = compute::grouper(direction.0, max_len);
+    let (s_idx, d_idx) = (indices(src, "src")?, indices(dst, "dst")?);
+    if s_idx.len() != d_idx.len() {
+        return Err(errors::mismatch("count_runs", s_idx.len(), d_idx.len()));
+    }
+    Ok(with_slices!(&s_idx, &d_idx, Keep::Runs, |s, d| {
+        let (s, d): (&[_], &[_]) = (&s, &d);
+        compute::count_runs(py, &grouper, s, d).map_err(errors::core)?
+    }))
+}
+
 /// The pairs of ``src``/``dst`` sorted by destination: ``(src_sorted, dst_sorted)``.
 ///
 /// For a *set* of pairs (each page moves once, whatever the order of the lists), grouping
@@ -208,10 +237,10 @@ fn placed<'py, T: Element + Index>(
 /// ``src_addrs = src_bases[l] + src[start] * item_lens[l]``, the same on the
 /// destination, ``lengths = run_len * item_lens[l]``, exactly what the per-layer loop of
 /// the Mooncake and NIXL backends computes, in one call. ``max_bytes`` caps one
-/// transfer: longer runs are cut into pieces of whole items. Either side empty returns
-/// empty arrays (as the helper's ``([], [])`` leads to); other unequal lengths, a
-/// negative index, an address past 2**64, a zero item length, a cap below one item, and
-/// an unknown form raise ``ValueError``; outputs too large for memory ``MemoryError``.
+/// transfer: longer runs are cut into pieces of whole items. Unequal lengths (one empty
+/// side included: the message names both), a negative index, an address past 2**64, a
+/// zero item length, a cap below one item, an unknown form, and device ids with a form
+/// other than ``"nixl"`` raise ``ValueError``; outputs too large for memory ``MemoryError``.
 /// ``direction="either"`` merges runs that descend on both sides too (vLLM's recycled
 /// blocks): such a run's descriptor starts at its lowest page.
 #[pyfunction]
@@ -237,6 +266,16 @@ pub fn transfer_descriptors<'py>(
         Some(o) => input::u64_param(o, name),
     };
     let (src_dev, dst_dev) = (dev_id(src_dev_id, "src_dev_id")?, dev_id(dst_dev_id, "dst_dev_id")?);
+    // Device ids have a column only in NIXL's rows: given with another form they would be
+    // dropped unseen, so they are an error that names them.
+    let given = [("src_dev_id", src_dev_id), ("dst_dev_id", dst_dev_id)];
+    let named = given.iter().find(|(_, o)| o.is_some_and(|o| !o.is_none()));
+    if let (Some((name, _)), false) = (named, form == "nixl") {
+        return Err(PyValueError::new_err(format!(
+            "{name} is only used with form=\"nixl\" (its rows have a device column), \
+             got form={form:?}"
+        )));
+    }
     let form = match form {
         "arrays" => Form::Arrays,
         "lists" => Form::Lists,
@@ -266,18 +305,13 @@ pub fn transfer_descriptors<'py>(
     })?;
     let layout = compute::layout(&layers, max_bytes);
     let (s_idx, d_idx) = (indices(src, "src")?, indices(dst, "dst")?);
-    let empty = s_idx.len() == 0 || d_idx.len() == 0;
-    if !empty && s_idx.len() != d_idx.len() {
+    if s_idx.len() != d_idx.len() {
         return Err(errors::mismatch("transfer_descriptors", s_idx.len(), d_idx.len()));
     }
     let fail = |e| errors::descriptor(e, &s_idx, &d_idx);
-    let out = if empty {
-        emit::<u32>(py, &grouper, &[], &[], &layout, form, &fail)?
-    } else {
-        with_slices!(&s_idx, &d_idx, Keep::Values, |s, d| {
-            emit(py, &grouper, &s, &d, &layout, form, &fail)?
-        })
-    };
+    let out = with_slices!(&s_idx, &d_idx, Keep::Values, |s, d| {
+        emit(py, &grouper, &s, &d, &layout, form, &fail)?
+    });
     PyTuple::new(py, out)
 }
 

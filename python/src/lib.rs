@@ -37,6 +37,7 @@ fn _corun(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ints::configure()?;
     m.add_function(wrap_pyfunction!(functions::group_concurrent_contiguous, m)?)?;
     m.add_function(wrap_pyfunction!(functions::runs, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::count_runs, m)?)?;
     m.add_function(wrap_pyfunction!(functions::transfer_descriptors, m)?)?;
     m.add_function(wrap_pyfunction!(functions::sort_by_destination, m)?)?;
     m.add_function(wrap_pyfunction!(functions::place, m)?)?;

@@ -153,9 +153,25 @@ def test_descriptors_cap_and_empty():
     sa, da, ln = corun.transfer_descriptors(src, src, [0], [0], [4096], max_bytes=3 * 4096 + 5)
     assert ln.tolist() == [3 * 4096] * 3 + [4096]
     e = np.array([], dtype=np.int32)
-    for a, b in [(e, e), (src, e), (e, src)]:
-        out = corun.transfer_descriptors(a, b, [0], [0], [4096])
-        assert all(len(x) == 0 for x in out)
+    out = corun.transfer_descriptors(e, e, [0], [0], [4096])
+    assert all(len(x) == 0 for x in out)
+    # One side empty is a length mismatch (as in runs and the Rust and C cores), both named.
+    for a, b, want in [(src, e, "10 and 0"), (e, src, "0 and 10")]:
+        with pytest.raises(ValueError, match=f"equal-length src/dst index arrays, got {want}"):
+            corun.transfer_descriptors(a, b, [0], [0], [4096])
+
+
+def test_device_ids_only_with_nixl_rows():
+    src = np.arange(4, dtype=np.int64)
+    local, remote = corun.transfer_descriptors(src, src, [0], [0], [8], form="nixl",
+                                               src_dev_id=3, dst_dev_id=5)
+    assert local[:, 2].tolist() == [3] and remote[:, 2].tolist() == [5]
+    for form in ("arrays", "lists"):
+        for name in ("src_dev_id", "dst_dev_id"):
+            with pytest.raises(ValueError, match=f'{name} is only used with form="nixl"'):
+                corun.transfer_descriptors(src, src, [0], [0], [8], form=form, **{name: 1})
+        # None is the default, not a device id.
+        corun.transfer_descriptors(src, src, [0], [0], [8], form=form, src_dev_id=None)
 
 
 def test_descriptors_errors():

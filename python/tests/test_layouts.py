@@ -162,3 +162,34 @@ def test_sort_by_destination_errors():
         corun.sort_by_destination([1, 2, 3, 4], [7, 5, 6, 5])
     with pytest.raises(ValueError, match="equal-length"):
         corun.sort_by_destination([1, 2], [1])
+
+
+@settings(max_examples=400, deadline=None)
+@given(layout_pairs(), st.one_of(st.none(), st.integers(1, 9)), st.sampled_from(["ascending", "either"]),
+       st.booleans())
+def test_count_runs_is_len_of_runs(p, max_len, direction, descend):
+    # count_runs agrees with the reference's runs (and so with runs) in every layout, dtype
+    # pair, direction and cap, and fails exactly where runs fails, with the same error.
+    src, dst = p
+    if descend:
+        src, dst = src[::-1], dst[::-1]
+    count = lambda *a, **k: (corun.count_runs(*a, **k),)  # noqa: E731 (outcome takes tuples)
+    got = outcome(count, src, dst, max_len=max_len, direction=direction)
+    runs = outcome(corun.runs, src, dst, max_len=max_len, direction=direction)
+    if isinstance(runs[0], type):
+        assert got == runs
+        return
+    want = reference_runs(src.tolist(), dst.tolist(), max_len, direction)
+    assert got == (len(want[2]),) == (len(runs[2][1]),)
+    assert got == outcome(count, native_copy(src), native_copy(dst), max_len=max_len, direction=direction)
+
+
+def test_count_runs_errors_name_the_parameters():
+    with pytest.raises(ValueError, match="count_runs requires equal-length src/dst index arrays, got 3 and 0"):
+        corun.count_runs([1, 2, 3], [])
+    with pytest.raises(ValueError, match="max_len"):
+        corun.count_runs([1], [1], max_len=0)
+    with pytest.raises(ValueError, match="direction"):
+        corun.count_runs([1], [1], direction="down")
+    assert corun.count_runs([], []) == 0
+    assert corun.count_runs(np.array([2**64 - 1, 0], np.uint64), np.array([-1, 0], np.int64)) == 2

@@ -337,7 +337,7 @@ def decode_side(rng, sizes, descending=0.5):
 def transfers(src, dst):
     """One request's transfers in SGLang's backends: its ascending concurrent runs
     (``group_concurrent_contiguous``'s groups)."""
-    return len(corun.runs(np.asarray(src, np.int64), np.asarray(dst, np.int64))[2]) if len(src) else 0
+    return corun.count_runs(np.asarray(src, np.int64), np.asarray(dst, np.int64))
 
 
 @pytest.mark.parametrize("need_sort", [True, False])

@@ -38,7 +38,7 @@ BLOCK = 16
 
 def merged(local, remote):
     """Descriptors after NIXL's merge rule (both sides step by +1)."""
-    return len(corun.runs(np.asarray(local, np.int64), np.asarray(remote, np.int64))[2])
+    return corun.count_runs(np.asarray(local, np.int64), np.asarray(remote, np.int64))
 
 
 def random_pairs(rng, n):
@@ -71,8 +71,8 @@ def test_nixl_order_keeps_the_pairs_and_merges_the_descending_runs(seed):
     assert sorted(zip(new_l, new_r)) == sorted(zip(local, remote))
     assert type(new_l) is type(local)
     if local:
-        either = len(corun.runs(np.asarray(local, np.int64), np.asarray(remote, np.int64),
-                                direction="either")[2])
+        either = corun.count_runs(np.asarray(local, np.int64), np.asarray(remote, np.int64),
+                                 direction="either")
         # Each either-direction run becomes one descriptor (neighbours may merge further),
         # and never more descriptors than vLLM's order.
         assert merged(new_l, new_r) <= min(either, merged(local, remote))

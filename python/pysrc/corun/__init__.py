@@ -9,6 +9,7 @@ placement (``corun.place``) into vLLM's block pool and SGLang's paged allocator.
 
 from ._corun import (
     __version__,
+    count_runs,
     group_concurrent_contiguous,
     merge_contiguous_blocks,
     place,
@@ -19,6 +20,7 @@ from ._corun import (
 
 __all__ = [
     "__version__",
+    "count_runs",
     "group_concurrent_contiguous",
     "merge_contiguous_blocks",
     "place",

@@ -27,6 +27,7 @@ import numpy.typing as npt
 __all__ = [
     "group_concurrent_contiguous",
     "runs",
+    "count_runs",
     "transfer_descriptors",
     "sort_by_destination",
     "place",
@@ -93,6 +94,16 @@ def runs(
     max_len: Optional[int] = None,
     direction: _Direction = "ascending",
 ) -> Tuple[_Ints, _Ints, npt.NDArray[np.int64]]: ...
+def count_runs(
+    src: _IndexArray,
+    dst: _IndexArray,
+    *,
+    max_len: Optional[int] = None,
+    direction: _Direction = "ascending",
+) -> int:
+    """The number of runs ``runs`` returns with the same arguments, with no array built
+    (``len(runs(src, dst, ...)[2])``). Unequal lengths: ``ValueError``."""
+
 @overload
 def transfer_descriptors(
     src: _IndexArray,
@@ -113,9 +124,10 @@ def transfer_descriptors(
     arrays; ``"lists"``: the same as lists of ints (Mooncake's ``batch_transfer_sync``);
     ``"nixl"``: ``(local, remote)`` Nx3 uint64 ``[addr, len, dev_id]`` arrays (NIXL's
     ``get_xfer_descs``), with ``src_dev_id`` and ``dst_dev_id`` (``None``: 0) in the third
-    column. Either side empty: empty outputs. Negative indices, addresses past 2**64, zero
-    item lengths, a cap below one item, unequal lengths, uint64 indices from 2**63 with
-    negative ones, an unknown form: ``ValueError``; outputs too large for memory:
+    column (device ids with another form: ``ValueError``). Negative indices, addresses past
+    2**64, zero item lengths, a cap below one item, unequal lengths (one empty side
+    included), uint64 indices from 2**63 with negative ones, an unknown form:
+    ``ValueError``; outputs too large for memory:
     ``MemoryError``. Every error names its parameter."""
 
 @overload

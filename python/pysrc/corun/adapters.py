@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._corun import VllmQueueMirror, VllmQueueTold, place, runs
+from ._corun import VllmQueueMirror, VllmQueueTold, count_runs, place
 
 if TYPE_CHECKING:
     from typing import Any, Callable, List, Literal, Optional, Sequence, Tuple, Union
@@ -252,9 +252,7 @@ def sglang_place_batch(
 
 def _runs(first: npt.NDArray[np.int64], second: npt.NDArray[Any], direction: Literal["ascending", "either"]) -> int:
     """Concurrent runs of one request's pairs (0 for none)."""
-    if not len(first):
-        return 0
-    return len(runs(first, second.astype(np.int64, copy=False), direction=direction)[2])
+    return count_runs(first, second.astype(np.int64, copy=False), direction=direction)
 
 
 def _host(pages: Any) -> npt.NDArray[np.int64]:

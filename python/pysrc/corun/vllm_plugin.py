@@ -274,7 +274,7 @@ def _install_place() -> None:
 def _merged(local: np.ndarray, remote: np.ndarray) -> int:
     """Descriptors after NIXL's merge rule: consecutive entries merge when both ids step
     by +1 (corun's ascending runs)."""
-    return len(_corun.runs(local, remote)[2])
+    return _corun.count_runs(local, remote)
 
 
 def nixl_order(local: Any, remote: Any) -> Tuple[Any, Any]:
