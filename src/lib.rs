@@ -71,7 +71,7 @@
 //!    there.
 //!
 //! On the runs, beside the descriptors, stands the **order wing** (`order`): order-free
-//! grouping ([`sort_by_destination`]) and placement ([`place`](place())), with the sorts
+//! grouping ([`sort_by_destination`]) and placement ([`place`] (its rule and cost: [`placement`])), with the sorts
 //! they share (one radix sort, one introsort). It uses the runs, the index types and the
 //! errors, never the kernel directly nor `desc`.
 //!
@@ -173,9 +173,8 @@ pub use grouper::{Direction, Grouper};
 #[cfg(feature = "heapless")]
 pub use heapless;
 pub use index::Index;
-pub use order::place;
-pub use order::place::{Placement, place, place_scratch_len};
-pub use order::sort_by_destination;
+pub use order::placement;
+pub use order::{Placement, place, place_scratch_len, sort_by_destination};
 pub use runs::Runs;
 pub use span::{Progress, Span};
 

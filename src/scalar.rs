@@ -15,8 +15,11 @@
 
 use core::iter::FusedIterator;
 
+use crate::error::Error;
 use crate::error::check_lengths;
-use crate::{Error, Grouper, Index, Progress, Span};
+use crate::grouper::Grouper;
+use crate::index::Index;
+use crate::span::{Progress, Span};
 
 /// `b` follows `a`: `a + 1 == b` in exact arithmetic (`MAX` then `MIN` is no step).
 #[inline]
@@ -97,7 +100,7 @@ pub fn runs_with<'a, T: Index>(
 ) -> Result<Runs<'a, T>, Error> {
     check_lengths(src, dst)?;
     let max_len = grouper.get_max_len().map_or(usize::MAX, |m| m.get());
-    let either = grouper.get_direction() == crate::Direction::Either;
+    let either = grouper.get_direction() == crate::grouper::Direction::Either;
     Ok(Runs { src, dst, pos: 0, max_len, steps: grouper.get_steps(), either })
 }
 

@@ -6,12 +6,11 @@ and values (drawn near the dtype's limits, or raw), then calls every public func
 checks the one differential rule of tests/test_layouts.py: the result on that layout is
 the result on a native contiguous copy, and that is the pure-Python reference's.
 
-    cd python && python -m fuzz.fuzz_layouts -max_total_time=60    # a campaign
-    cd python && python -m fuzz.fuzz_layouts -atheris_runs=20000   # a fixed number of inputs
+    python python/fuzz/fuzz_layouts.py -max_total_time=60    # a campaign, from the root
+    cd python && python -m fuzz.fuzz_layouts -atheris_runs=20000   # or as a module
 
-Run as a module from python/: python/ is then first on sys.path, and the test kit it
-shares with tests/test_layouts.py is imported as ``tests.reference`` and
-``tests.strategies`` with no path manipulation.
+Either way python/ is first on sys.path, and the test kit it shares with
+tests/test_layouts.py is imported as ``tests.reference`` and ``tests.strategies``.
 
 Coverage: atheris instruments the Python it imports (this harness, the layout builder,
 the reference); corun's own branches are the Rust ones, fuzzed by cargo-fuzz (fuzz/).
@@ -20,9 +19,12 @@ the reference); corun's own branches are the Rust ones, fuzzed by cargo-fuzz (fu
 import sys
 
 if not __package__:
-    # Run as a file, python/fuzz/ is first on sys.path and the test kit is out of reach.
-    sys.exit("fuzz_layouts runs as a module from python/: cd python && python -m fuzz.fuzz_layouts "
-             + " ".join(sys.argv[1:]))
+    # Run as a file (``python python/fuzz/fuzz_layouts.py``, as the docs write it), python/fuzz/
+    # is first on sys.path: python/ goes first instead, as ``-m`` from python/ has it,
+    # so that the test kit is ``tests.*`` either way.
+    import os.path
+
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 import atheris  # noqa: E402
 

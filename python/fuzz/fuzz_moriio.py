@@ -10,18 +10,22 @@ not. The result must equal the pure-Python reference of MoRIIO's rule
 (``tests.reference.reference_merge_blocks``, exact ints); where the reference's merged
 values leave int64 (numpy's would wrap), corun's is an ``OverflowError``.
 
-    cd python && python -m fuzz.fuzz_moriio -max_total_time=60    # a campaign
-    cd python && python -m fuzz.fuzz_moriio -atheris_runs=20000   # a fixed number of inputs
+    python python/fuzz/fuzz_moriio.py -max_total_time=60    # a campaign, from the root
+    cd python && python -m fuzz.fuzz_moriio -atheris_runs=20000   # or as a module
 
-Run as a module from python/, so that ``tests.reference`` is importable with no path
-manipulation (as ``fuzz.fuzz_layouts``).
+Either way python/ is first on sys.path, so that ``tests.reference`` is importable (as
+``fuzz.fuzz_layouts``).
 """
 
 import sys
 
 if not __package__:
-    sys.exit("fuzz_moriio runs as a module from python/: cd python && python -m fuzz.fuzz_moriio "
-             + " ".join(sys.argv[1:]))
+    # Run as a file (``python python/fuzz/fuzz_moriio.py``, as the docs write it), python/fuzz/
+    # is first on sys.path: python/ goes first instead, as ``-m`` from python/ has it,
+    # so that the test kit is ``tests.*`` either way.
+    import os.path
+
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 import atheris  # noqa: E402
 

@@ -9,8 +9,6 @@ use ::corun::desc;
 use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::input::Indices;
-
 /// The `MemoryError` for `count` items of `size` bytes of `what`.
 pub fn memory(what: &str, count: usize, size: usize) -> PyErr {
     let bytes = (count as u128) * (size as u128);
@@ -63,17 +61,20 @@ pub fn sort(e: ::corun::Error) -> PyErr {
     }
 }
 
-/// A descriptor error as a Python exception naming the parameter it comes from (`src`,
-/// `dst`: the index arrays, for the value at a failing position). Python gets nothing
+/// A descriptor error as a Python exception naming the parameter it comes from.
+/// `negative_at(position)` names the index array holding a negative value at a failing
+/// position, and the value (a closure, so that this module knows nothing of how the
+/// binding holds its inputs: `input` builds on this module, not the other way round).
+/// Python gets nothing
 /// back from a failed call, so unlike the Rust and C messages these do not count the
 /// outputs written before the failure.
-pub fn descriptor(e: desc::Error, src: &Indices<'_>, dst: &Indices<'_>) -> PyErr {
+pub fn descriptor(
+    e: desc::Error,
+    negative_at: impl Fn(usize) -> Option<(&'static str, i128)>,
+) -> PyErr {
     match e {
         desc::Error::NegativeIndex { layer, position, .. } => {
-            let (side, v) = [src, dst]
-                .into_iter()
-                .find_map(|i| i.value_at(position).filter(|v| *v < 0).map(|v| (i.name, v)))
-                .unwrap_or((src.name, -1));
+            let (side, v) = negative_at(position).unwrap_or(("src", -1));
             PyValueError::new_err(format!(
                 "negative index at position {position}: {side}[{position}] = {v} has no \
                  address (layer {layer})"

@@ -308,7 +308,12 @@ pub fn transfer_descriptors<'py>(
     if s_idx.len() != d_idx.len() {
         return Err(errors::mismatch("transfer_descriptors", s_idx.len(), d_idx.len()));
     }
-    let fail = |e| errors::descriptor(e, &s_idx, &d_idx);
+    let negative_at = |position| {
+        [&s_idx, &d_idx]
+            .into_iter()
+            .find_map(|i| i.value_at(position).filter(|v| *v < 0).map(|v| (i.name, v)))
+    };
+    let fail = |e| errors::descriptor(e, negative_at);
     let out = with_slices!(&s_idx, &d_idx, Keep::Values, |s, d| {
         emit(py, &grouper, &s, &d, &layout, form, &fail)?
     });

@@ -44,11 +44,13 @@ fn limit() -> usize {
 }
 
 /// Reads `CORUN_INT_CACHE`, once, when the module is imported: a whole number of values
-/// from 0 to 2**20 (0 turns the table off). Anything else is a `ValueError` at import
-/// naming the value, rather than a table of a size nobody asked for.
+/// from 0 to 2**20 (0 turns the table off); set but empty (`CORUN_INT_CACHE=`, the shell's
+/// way of clearing a variable) is the default, as unset. Anything else is a `ValueError`
+/// at import naming the value, rather than a table of a size nobody asked for.
 pub fn configure() -> PyResult<()> {
     let value = match std::env::var("CORUN_INT_CACHE") {
         Err(std::env::VarError::NotPresent) => TABLE,
+        Ok(v) if v.trim().is_empty() => TABLE,
         Ok(v) => match v.trim().parse::<usize>() {
             Ok(n) if n <= TABLE && !v.trim().starts_with('+') => n,
             _ => return Err(cache_error(&format!("{v:?}"))),

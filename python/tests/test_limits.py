@@ -191,7 +191,7 @@ def run_python(code, **env):
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=60)
 
 
-@pytest.mark.parametrize("value", ["-1", "abc", "1e6", "2000000", "", "+5", "1.5"])
+@pytest.mark.parametrize("value", ["-1", "abc", "1e6", "2000000", "+5", "1.5"])
 def test_bad_int_cache_is_an_error_at_import(value):
     r = run_python("import corun", CORUN_INT_CACHE=value)
     assert r.returncode != 0
@@ -210,7 +210,7 @@ print(a is b)
 """
 
 
-@pytest.mark.parametrize("value, shared", [(None, "True"), ("0", "False"), ("100", "False"), ("1048576", "True")])
+@pytest.mark.parametrize("value, shared", [(None, "True"), ("", "True"), (" ", "True"), ("0", "False"), ("100", "False"), ("1048576", "True")])
 def test_int_cache_is_read_at_import(value, shared):
     env = {} if value is None else {"CORUN_INT_CACHE": value}
     r = run_python(SHARED, **env)

@@ -137,12 +137,16 @@ def test_layouts():
 def test_errors_name_the_parameters():
     with pytest.raises(ValueError, match="offsets_local has 2 items, offsets_remote 1, sizes 2"):
         merge([0, 1], [0], [1, 1])
-    with pytest.raises(OverflowError, match="offsets_remote"):
+    with pytest.raises(OverflowError, match=r"offsets_remote\[0\] = 9223372036854775808 does not fit int64"):
         merge([0], [2**63], [1])
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"offsets_local\[0\] = 0.5 is not an int"):
         merge([0.5], [0], [1])
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"sizes\[1\] = 'a' is not an int"):
+        merge([0, 1], [0, 1], [1, "a"])
+    with pytest.raises(TypeError, match="offsets_local must be a list or an iterable of ints, got NoneType"):
         merge(None, [0], [1])
+    with pytest.raises(TypeError, match="offsets_remote must be a list or an iterable of ints, got int"):
+        merge([0], 5, [1])
     assert merge([], [], []) == ([], [], [])
 
 

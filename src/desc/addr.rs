@@ -2,7 +2,7 @@
 //! descriptor and gather writers compute goes through here, so none can wrap.
 
 use super::Error;
-use crate::Index;
+use crate::index::Index;
 
 /// Why one address could not be computed.
 #[derive(Clone, Copy, Debug)]

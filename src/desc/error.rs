@@ -52,33 +52,24 @@ pub enum Error {
         /// Outputs that needed room.
         items: usize,
     },
-    /// Two pairs have one destination (from [`crate::Error::DuplicateDestination`]).
-    DuplicateDestination {
-        /// The first position with that destination.
-        first: usize,
-        /// The second.
-        second: usize,
-    },
 }
 
-impl From<crate::Error> for Error {
-    fn from(e: crate::Error) -> Self {
+impl Error {
+    /// A grouping error as the descriptor calls meet it. They call the grouper only to
+    /// split their input (`group_into`, or `group` with `alloc`), which fails only on
+    /// lengths and memory; placement's and the unordered sort's errors come from calls
+    /// no descriptor function makes, so they have no variant here (and a length-shaped
+    /// one of them reads as the length mismatch it is).
+    pub(crate) fn grouping(e: crate::error::Error) -> Self {
+        use crate::error::Error as G;
         match e {
-            crate::Error::LengthMismatch { src, dst } => Error::LengthMismatch { src, dst },
-            crate::Error::Alloc { spans } => Error::Alloc { items: spans },
-            crate::Error::DuplicateDestination { first, second } => {
-                Error::DuplicateDestination { first, second }
-            }
-            // Placement's errors: no descriptor function places pages, so these never
-            // reach here; a buffer length is still a length mismatch.
-            crate::Error::NotEnoughFree { pages, free } => {
-                Error::LengthMismatch { src: pages, dst: free }
-            }
-            crate::Error::DuplicatePage { first, second, .. } => {
-                Error::DuplicateDestination { first, second }
-            }
-            crate::Error::BufferLength { needed, len, .. } => {
-                Error::LengthMismatch { src: needed, dst: len }
+            G::Alloc { spans } => Error::Alloc { items: spans },
+            G::LengthMismatch { src, dst }
+            | G::NotEnoughFree { pages: src, free: dst }
+            | G::BufferLength { needed: src, len: dst, .. }
+            | G::DuplicateDestination { first: src, second: dst }
+            | G::DuplicatePage { first: src, second: dst, .. } => {
+                Error::LengthMismatch { src, dst }
             }
         }
     }
@@ -88,7 +79,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             // The grouping error's message, written once (`crate::Error`).
-            Error::LengthMismatch { src, dst } => crate::Error::LengthMismatch { src, dst }.fmt(f),
+            Error::LengthMismatch { src, dst } => {
+                crate::error::Error::LengthMismatch { src, dst }.fmt(f)
+            }
             Error::ZeroItemLen { layer } => write!(f, "layer {layer} has an item length of 0"),
             Error::CapBelowItem { layer } => {
                 write!(f, "the byte cap is smaller than one item of layer {layer}")
@@ -103,9 +96,6 @@ impl fmt::Display for Error {
                 "address overflows u64 at position {position} (layer {layer}; {written} written before it)"
             ),
             Error::Alloc { items } => write!(f, "could not allocate room for {items} outputs"),
-            Error::DuplicateDestination { first, second } => {
-                crate::Error::DuplicateDestination { first, second }.fmt(f)
-            }
         }
     }
 }

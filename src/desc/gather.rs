@@ -4,7 +4,7 @@
 use super::addr::{Fault, end_fits};
 use super::layout::Geo;
 use super::{Cursor, Error, Layout, Plan};
-use crate::Index;
+use crate::index::Index;
 use crate::index::follows_by;
 #[cfg(feature = "heapless")]
 use crate::sink::Tail;

@@ -4,7 +4,7 @@ use core::num::NonZeroU64;
 
 use super::Error;
 use super::addr::{Fault, addr, bytes};
-use crate::Index;
+use crate::index::Index;
 use crate::step::Steps;
 
 /// One layer buffer on both sides: page `i` of it is `item_len` bytes at `src_base + i *

@@ -55,12 +55,12 @@ pub use plan::{Cursor, Descriptor, Plan, Written};
 /// Errors: [`Error::LengthMismatch`], the layout checks, [`Error::NegativeIndex`],
 /// [`Error::Overflow`], [`Error::Alloc`].
 #[cfg(feature = "alloc")]
-pub fn descriptors<T: crate::Index>(
-    grouper: &crate::Grouper,
+pub fn descriptors<T: crate::index::Index>(
+    grouper: &crate::grouper::Grouper,
     src: &[T],
     dst: &[T],
     layout: &Layout<'_>,
 ) -> Result<alloc::vec::Vec<Descriptor>, Error> {
-    let spans = grouper.group(src, dst)?;
+    let spans = grouper.group(src, dst).map_err(Error::grouping)?;
     Plan::over(grouper, src, dst, &spans, src.len()).descriptors(layout)
 }

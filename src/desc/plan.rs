@@ -3,12 +3,14 @@
 use super::addr::{Fault, end_fits};
 use super::layout::Geo;
 use super::{Error, Layout, Order};
+use crate::grouper::Grouper;
+use crate::index::Index;
 use crate::index::follows_by;
 #[cfg(feature = "heapless")]
 use crate::sink::Tail;
 use crate::sink::{Sink, Slots};
+use crate::span::Span;
 use crate::step::Steps;
-use crate::{Grouper, Index, Span};
 
 /// One transfer: `len` bytes from `src_addr` to `dst_addr`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -144,7 +146,7 @@ impl<'a, T: Index> Plan<'a, T> {
         dst: &'a [T],
         spans: &'a mut [Span],
     ) -> Result<Self, Error> {
-        let progress = grouper.group_into(src, dst, spans)?;
+        let progress = grouper.group_into(src, dst, spans).map_err(Error::grouping)?;
         let spans = &spans[..progress.spans.min(spans.len())];
         Ok(Self::over(grouper, src, dst, spans, progress.consumed))
     }

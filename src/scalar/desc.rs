@@ -11,7 +11,8 @@ use alloc::vec::Vec;
 
 use super::{follows_by, group_with};
 use crate::desc::{Descriptor, Error, Layer, Layout, Order, Sge, WorkRequest};
-use crate::{Direction, Grouper, Index};
+use crate::grouper::{Direction, Grouper};
+use crate::index::Index;
 
 /// The checks every layout gets before anything is written.
 fn check(layout: &Layout<'_>) -> Result<(), Error> {
@@ -98,12 +99,12 @@ fn write<T: Index>(
     layout: &Layout<'_>,
     out: &mut Vec<Descriptor>,
 ) -> Result<(), Error> {
-    let runs = group_with(grouper, src, dst)?;
+    let runs = group_with(grouper, src, dst).map_err(Error::grouping)?;
     check(layout)?;
     let (ss, ds) = grouper.get_steps();
-    let either = grouper.get_direction() == crate::Direction::Either;
+    let either = grouper.get_direction() == crate::grouper::Direction::Either;
     // (layer, run) -> its pieces (position of the lowest page, pages).
-    let pieces = |layer: usize, run: &crate::Span| {
+    let pieces = |layer: usize, run: &crate::span::Span| {
         let run = *run;
         let l = &layout.layers()[layer];
         let whole = packed(l, ss, l.src_stride) && packed(l, ds, l.dst_stride);
@@ -152,7 +153,7 @@ pub fn gather<T: Index>(
     layout: &Layout<'_>,
     max_sge: usize,
 ) -> Result<(Vec<WorkRequest>, Vec<Sge>), Error> {
-    group_with(grouper, src, dst)?;
+    group_with(grouper, src, dst).map_err(Error::grouping)?;
     check(layout)?;
     if max_sge == 0 {
         return Err(Error::ZeroMaxSge);

@@ -19,7 +19,7 @@
 //! (`np.fromiter`, `tolist`); here both are one pass of CPython's own calls, and nothing
 //! goes through numpy.
 
-use pyo3::exceptions::{PyOverflowError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList, PyTuple};
 
@@ -42,9 +42,9 @@ pub fn merge_contiguous_blocks<'py>(
     sizes: &Bound<'py, PyAny>,
     assume_sorted: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let local = read(&as_list(offsets_local)?, "offsets_local")?;
-    let remote = read(&as_list(offsets_remote)?, "offsets_remote")?;
-    let sizes = as_list(sizes)?;
+    let local = read(&as_list(offsets_local, "offsets_local")?, "offsets_local")?;
+    let remote = read(&as_list(offsets_remote, "offsets_remote")?, "offsets_remote")?;
+    let sizes = as_list(sizes, "sizes")?;
     let size = read(&sizes, "sizes")?;
     let n = local.len();
     if remote.len() != n || size.len() != n {
@@ -74,12 +74,21 @@ pub fn merge_contiguous_blocks<'py>(
 type Merged = [Vec<i64>; 3];
 
 /// `obj` as a list (a list as it is; any other iterable read into one, as `np.fromiter`
-/// reads it).
-fn as_list<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-    match obj.cast::<PyList>() {
-        Ok(list) => Ok(list.clone()),
-        Err(_) => Ok(PyList::new(obj.py(), obj.try_iter()?.collect::<PyResult<Vec<_>>>()?)?),
+/// reads it). Not iterable is a `TypeError` naming the parameter (`name`); an error
+/// raised by the iterable itself passes through as it is.
+fn as_list<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyList>> {
+    if let Ok(list) = obj.cast::<PyList>() {
+        return Ok(list.clone());
     }
+    let items = obj.try_iter().map_err(|e| {
+        let what = obj.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string());
+        let ours = PyTypeError::new_err(format!(
+            "merge_contiguous_blocks: {name} must be a list or an iterable of ints, got {what}"
+        ));
+        ours.set_cause(obj.py(), Some(e));
+        ours
+    })?;
+    PyList::new(obj.py(), items.collect::<PyResult<Vec<_>>>()?)
 }
 
 /// The items of `list` as int64 (`name` in errors). An item that is the same object as
@@ -89,17 +98,27 @@ fn read(list: &Bound<'_, PyList>, name: &str) -> PyResult<Vec<i64>> {
     // The item before, by address, and its value, when it was an exact int: reading one
     // runs no Python code, so nothing can have changed the list (and freed it) since.
     let mut last = (core::ptr::null_mut(), 0);
-    for item in list.iter() {
+    for (i, item) in list.iter().enumerate() {
         let exact = item.is_exact_instance_of::<PyInt>();
         let value = if exact && item.as_ptr() == last.0 {
             last.1
         } else {
             item.extract::<i64>().map_err(|e| {
-                if e.is_instance_of::<PyOverflowError>(list.py()) {
-                    PyOverflowError::new_err(format!("{name}: {item} does not fit int64"))
+                let py = list.py();
+                let ours = if e.is_instance_of::<PyOverflowError>(py) {
+                    PyOverflowError::new_err(format!(
+                        "merge_contiguous_blocks: {name}[{i}] = {item} does not fit int64"
+                    ))
+                } else if e.is_instance_of::<PyTypeError>(py) {
+                    PyTypeError::new_err(format!(
+                        "merge_contiguous_blocks: {name}[{i}] = {} is not an int",
+                        item.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                    ))
                 } else {
-                    e
-                }
+                    return e;
+                };
+                ours.set_cause(py, Some(e));
+                ours
             })?
         };
         v.push(value);
