@@ -24,6 +24,7 @@ rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu 
 venv=$root/target/wheel-venv
 if [ ! -x "$venv/bin/maturin" ]; then
   python3 -m venv "$venv" || { echo "build_wheels.sh: python3 -m venv failed (Debian: python3-venv)" >&2; exit 1; }
+  echo "build_wheels.sh: installing maturin, zig, twine and auditwheel into $venv" >&2
   "$venv/bin/pip" install -q 'maturin[zig]>=1.16,<2' twine auditwheel
 fi
 interpreters=()
@@ -36,6 +37,7 @@ export PATH="$venv/bin:$PATH" CARGO_PROFILE_RELEASE_DEBUG=0
 for target in "${TARGETS[@]}"; do
   # An explicit --target, the host's included: the interpreters come from the bundled
   # sysconfig, whichever this machine has.
+  echo "build_wheels.sh: $target wheels for CPython ${VERSIONS[*]} (a release build each: minutes)" >&2
   "$venv/bin/maturin" build --release --strip --zig --compatibility manylinux2014 \
     --target "$target" --out "$out" -i "${interpreters[@]}"
 done

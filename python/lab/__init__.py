@@ -6,10 +6,16 @@ Each measurement is a module with a ``main()``, run by its entry script in ``pyt
 ``sys.path``, so ``import lab`` needs no path manipulation). The tests import the lab as
 a package (pytest's ``pythonpath`` in ``pyproject.toml``).
 
-- ``upstream``: the one loader of SGLang's and vLLM's own code, with the one install hint.
+- ``upstream``: the one loader of SGLang's and vLLM's own code, with the one install hint,
+  and ``require``: the one check that a command's engines and stacks are installed.
 - ``sglang_ref``: SGLang's helper and its Mooncake and NIXL backend loops (via ``upstream``).
 - ``workloads``: the request streams and the page lists every measurement runs on.
 - ``results``: where reports are written (``results/<machine>/<date>-<commit>/``).
-- ``bench``, ``replay``, ``e2e``, ``vllm_suite``: the measurements (``python python/<name>.py
-  --help``).
+- ``timing``: the timers and summaries the measurements share.
+- ``nixl_exit``: the one way out of a process that made NIXL agents.
+- ``bench``, ``place_scaling``, ``replay``, ``e2e``, ``vllm_suite``: the measurements
+  (``python python/<name>.py --help``; ``place_scaling`` is ``bench.py --scaling``).
+- ``stack_common``, ``stack_vllm``, ``stack_sglang``: real bytes through the stacks' own
+  connectors (``python python/stack_e2e.py --stack vllm|sglang``), on the shared options,
+  request stream, alternation and line of ``stack_common``.
 """

@@ -18,8 +18,9 @@ through each engine in each way:
   nearly as many as the pages (``NIXL_PREPPED_ABOVE``), there is nothing to merge, and
   corun hands over the pool's prepped per-page lists with indices instead: NIXL takes
   those at about 0.2 µs per descriptor against 0.35 µs for Nx3 arrays (descriptors and
-  handoff of the all-singletons rows, N = 16,384, in ``python/e2e_results.txt``).
-  ``corun.runs`` counts the runs first (under 0.12 ms at N = 16,384, ``bench.py``).
+  handoff of the all-singletons rows, N = 16,384, in
+  ``results/intel-xeon-avx512f-2cpu/2026-11-30-09dddf3/e2e-nixl.txt``).
+  ``corun.count_runs`` counts the runs first (no arrays built).
 
 Mooncake's TCP transport rejects a batch of 4,096 transfers ("TCP lane queue-full"), so
 every Mooncake way posts batches of ``MOONCAKE_BATCH``. After each way the decode side
@@ -61,7 +62,7 @@ import numpy as np
 import corun
 from corun.vllm_plugin import nixl_order
 from lab import replay as rp
-from lab import nixl_exit, results, sglang_ref, workloads
+from lab import nixl_exit, results, sglang_ref, upstream, workloads
 
 LAYERS = 64
 BUFFERS = 2 * LAYERS
@@ -617,8 +618,10 @@ def main(argv=None):
                          "and scale the transfer time")
     ap.add_argument("--replay", type=int, metavar="REQUESTS", default=None,
                     help="move this many replayed requests per allocator (replay.py) every way "
-                         "instead of the synthetic workloads (default with --quick: 8)")
+                         "instead of the synthetic workloads")
     args = ap.parse_args(argv)
+    # Each engine asked for, and SGLang's own loops (the ways it posts, read from its files).
+    upstream.require("e2e.py", [*args.engines, "sglang"])
     if argv is None:
         return command_line(args)
     return measure_args(args)

@@ -75,7 +75,7 @@ import numpy as np
 import corun
 from corun import adapters
 from lab import results, upstream
-from lab.workloads import Workload, request_blocks, workloads  # noqa: F401 (Workload: callers')
+from lab.workloads import request_blocks, workloads
 MAX_SGE = 30
 # Posting costs per descriptor: Mooncake over TCP (measured here), NIXL (vLLM PR 55841's
 # figures) and an RDMA work request (cuMemcpyBatchAsync, vLLM PR 48434).
@@ -422,7 +422,7 @@ def report(allocator, w, own, placed, window, out):
     side = "decode (pull mode)" if allocator == "vllm" else "prefill"
     prates = ", ".join(f"{k} {v:.3f}" for k, v in placed.hit_rate.items())
     out(f"\nWith placement on the {side} side (``corun.adapters``, window "
-        f"{window or '4n+64'} pages): {len(placed.lists)} requests"
+        f"{window or ('4n+64' if allocator == 'vllm' else 'n')} pages): {len(placed.lists)} requests"
         + (f"; prefix-cache hit rate {prates}" if prates else ""))
     ptotals = table(placed.lists, ways, out)
     p, bound = ptotals["placed (either)"], ptotals["bound (first side's runs)"]

@@ -25,6 +25,8 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from lab import workloads
+
 #: The workload a run takes unless ``--workload`` names another.
 DEFAULT_WORKLOAD = "p16-occ80-g0"
 #: Requests a run takes unless ``--requests`` says (``--quick``: ``QUICK_REQUESTS``).
@@ -37,13 +39,6 @@ WAYS = ("off", "on")
 
 
 # --- options and the request stream -------------------------------------------------------
-
-
-def _workloads():
-    # Imported late: the lab package's modules are found through python/ on sys.path.
-    from lab import workloads
-
-    return workloads
 
 
 def parser(description: str) -> argparse.ArgumentParser:
@@ -67,11 +62,10 @@ def parse(ap: argparse.ArgumentParser, argv: Optional[Sequence[str]] = None) -> 
         args.requests = QUICK_REQUESTS if args.quick else DEFAULT_REQUESTS
     if args.requests < 1:
         ap.error(f"--requests must be at least 1, got {args.requests}")
-    w = _workloads()
     try:
-        args.workload_spec = w.by_name(args.workload)
+        args.workload_spec = workloads.by_name(args.workload)
     except (KeyError, ValueError):
-        ap.error(f"--workload: no workload named {args.workload!r} (known: {', '.join(w.names())})")
+        ap.error(f"--workload: no workload named {args.workload!r} (known: {', '.join(workloads.names())})")
     return args
 
 
@@ -96,11 +90,10 @@ def request_stream(workload, requests: int, seed: int, block_size: int, pool_blo
     ``block_size``-token blocks, at most a quarter of ``pool_blocks``; a share
     ``workload.prefix_share`` repeat 20-80% of a recent request's prefix (one of the last
     ``recent``), as the replay's stream does."""
-    w = _workloads()
     rng = np.random.default_rng(seed)
     roots: List[StreamRequest] = []
     for r in range(requests):
-        n = w.request_blocks(rng, block_size, pool_blocks)
+        n = workloads.request_blocks(rng, block_size, pool_blocks)
         owners = [r] * n
         if roots and rng.random() < workload.prefix_share:
             root = roots[int(rng.integers(len(roots)))]

@@ -88,18 +88,18 @@ buffers either way. ``engine_ms`` is the time inside those agent calls and ``tra
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import multiprocessing as mp
 import os
 import socket
 import sys
 import time
 import traceback
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 
 from lab import stack_common as sc
+from lab import upstream
 
 STACK = "sglang"
 #: The connectors this module runs, the first the default (``--connector``).
@@ -614,14 +614,6 @@ def _line(connector: str, plugin: str, r: sc.WayResult) -> str:
     return sc.stack_line(STACK, connector, None, plugin, r)
 
 
-def not_run_reason(connector: str) -> Optional[str]:
-    """Why ``connector`` cannot run here (a word-joined reason for the ``not-run`` line), or
-    None. Only what is known before a side starts: a failure inside SGLang is an error."""
-    if connector == "nixl" and importlib.util.find_spec("nixl_cu12") is None:
-        return "nixl-cu12-not-installed"
-    return None
-
-
 def results_name(connector: str) -> str:
     """The results file of a full run: Mooncake's keeps the name it had before NIXL."""
     if connector == "mooncake":
@@ -637,24 +629,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(args=None) -> int:
-    """Runs both ways of each connector asked for, prints one line each (or one ``not-run``
-    line a connector that cannot run here); returns 0 when every target is met (1 when a
-    line has bytes_bad, errors or bytes_checked off the requests' KV size, or did not run).
-    ``args``: the command line's arguments (a list, or None for ``sys.argv``) or parsed
-    options (without ``connector``: Mooncake)."""
-    if not isinstance(args, argparse.Namespace):
-        args = sc.parse(_parser(), args)
-    chosen = getattr(args, "connector", CONNECTORS[0])
+    """Runs both ways of each connector asked for, prints one line each; returns 0 when
+    every target is met (1 when a line has bytes_bad, errors or bytes_checked off the
+    requests' KV size). A package the run needs and this Python lacks ends it first, with
+    a message naming it and its ``pip install`` (``lab.upstream.require``).
+    ``args``: the command line's arguments (a list, or None for ``sys.argv``)."""
+    args = sc.parse(_parser(), args)
+    chosen = args.connector
     connectors = CONNECTORS if chosen == "both" else (chosen,)
+    upstream.require(f"stack_e2e.py --stack {STACK}", ["torch", "sglang", *connectors])
     sc.tee_results(results_name(chosen), args)
     ok = True
     for connector in connectors:
-        reason = not_run_reason(connector)
-        if reason is not None:
-            print(f"stack-e2e stack={STACK} connector={connector} not-run reason={reason}",
-                  flush=True)
-            ok = False
-            continue
         got = sc.alternate(lambda mode, plugin: run_way(args, connector, plugin), [MODE])
         for plugin in sc.WAYS:
             r = got[(MODE, plugin)]

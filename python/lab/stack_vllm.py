@@ -98,7 +98,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from lab import nixl_exit
+from lab import nixl_exit, upstream
 from lab import stack_common as sc
 
 LAYERS = 32
@@ -314,11 +314,6 @@ class Engine:
         self.owners.pop(rid, None)
         return self.params.pop(rid)
 
-    def idle(self):
-        """A step between commands: the connector's notifications are served (the
-        prefill side frees the blocks a reader is done with) and live requests decode."""
-        self.step()
-
     def decode(self, spec: sc.StreamRequest, params: Dict[str, Any], occupancy: float):
         """Adds one remote-prefill request and steps until its KV has arrived and its
         prompt is computed; checks every block of its prompt. Returns (bytes checked,
@@ -487,7 +482,9 @@ def engine_main(role, blocks, side_port, dist_port, plugin, mode, conn):
         conn.send(("ready", None))
         while True:
             if not conn.poll(0.002):
-                e.idle()
+                # A step between commands: the connector's notifications are served (the
+                # prefill side frees the blocks a reader is done with), requests decode.
+                e.step()
                 continue
             cmd, *args = conn.recv()
             if cmd == "exit":
@@ -587,6 +584,7 @@ def main(argv=None) -> int:
                          "(NixlPushConnector: the prefill side WRITEs) or both (default: both; "
                          "--quick: pull)")
     args = sc.parse(ap, argv)
+    upstream.require("stack_e2e.py --stack vllm", ["torch", "vllm", "nixl"])
     modes = run_modes(args)
     sc.tee_results("stack-e2e-vllm.txt", args)
     pre_blocks, dec_blocks = pools(args.quick)

@@ -18,7 +18,10 @@ little, ``load`` executes the whole file as a module instead.
 - ``vllm_tests_package(where)``: vLLM's test tree from its sdist (``tests/``, which
   ``lab.vllm_suite`` unpacks) importable as the package ``tests``, sys.path untouched.
 
-Anything missing raises ``Missing``, whose message ends with ``HINT``.
+Anything missing raises ``Missing``, whose message ends with ``HINT``. A command that
+needs whole packages (an engine, a stack) calls ``require(command, names)`` first: one
+line naming what is missing and the ``pip install`` that brings it, never a traceback
+from deep inside a run.
 """
 
 import ast
@@ -37,6 +40,52 @@ import numpy.typing as npt
 # so the stacks' own dependencies (torch among them) are not needed.
 HINT = ("pip install --no-deps sglang==0.5.23 vllm==0.33.0 "
         "mooncake-transfer-engine-non-cuda nixl-cu12")
+
+
+# What the lab's commands import, by the name ``require`` takes: (the module imported,
+# what it is, the install that brings it, whether to load it to check: the engines are
+# native libraries whose own dependencies may be missing; the stacks are found, not
+# imported, as importing them takes seconds).
+PACKAGES = {
+    "mooncake": ("mooncake.engine", "the Mooncake Transfer Engine",
+                 "pip install mooncake-transfer-engine-non-cuda (it links Debian's libibverbs1)", True),
+    "nixl": ("nixl_cu12", "NIXL", "pip install --no-deps nixl-cu12 (UCX: Debian's libucx-dev)", True),
+    "vllm": ("vllm", "vLLM 0.33.0", "pip install vllm==0.33.0 (the full install, with torch)", False),
+    "sglang": ("sglang", "SGLang 0.5.23", "pip install --no-deps sglang==0.5.23", False),
+    "torch": ("torch", "PyTorch", "pip install torch (vllm==0.33.0 brings it)", False),
+}
+
+
+def absent(names):
+    """``(name, why)`` for each of ``names`` (keys of ``PACKAGES``) this Python cannot
+    use, in order: not installed, or (an engine) installed but not loading."""
+    out = []
+    for name in names:
+        module, _, _, load = PACKAGES[name]
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package missing, or a broken one
+            found = False
+        if not found:
+            out.append((name, "is not installed"))
+            continue
+        if load:
+            try:
+                importlib.import_module(module)
+            except ImportError as e:  # a native library it links is missing
+                out.append((name, f"does not load ({e})"))
+    return out
+
+
+def require(command, names):
+    """Exits (status 2) with one message per package that ``command`` needs and this
+    Python cannot use: what it is, its module, why, and the install that brings it."""
+    gone = absent(names)
+    if gone:
+        lines = [f"{command}: {PACKAGES[n][1]} (module {PACKAGES[n][0]}) {why}: {PACKAGES[n][2]}"
+                 for n, why in gone]
+        print("\n".join(lines), file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 class Missing(RuntimeError):
