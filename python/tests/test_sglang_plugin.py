@@ -75,7 +75,7 @@ def stack():
 # --- the switch, without SGLang's stack ---------------------------------------------
 
 
-def test_features_by_name_and_env_an_unknown_one_warned_not_raised(caplog):
+def test_features_by_name_and_env_a_bad_setting_is_an_error_naming_it():
     parse = plugin._LIFE.parse
     assert parse("all") == {"group", "place"}
     assert parse("group, place") == {"group", "place"}
@@ -83,11 +83,26 @@ def test_features_by_name_and_env_an_unknown_one_warned_not_raised(caplog):
     assert parse("ALL") == {"group", "place"}
     assert parse(None, {}) == parse(None, {"CORUN_SGLANG": " "}) == parse("off") == frozenset()
     assert parse(None, {"CORUN_SGLANG": "group,place"}) == {"group", "place"}
-    with caplog.at_level(logging.WARNING, logger="corun"):
-        assert parse("grup,place") == {"place"}  # start-up goes on with the rest
-    assert "CORUN_SGLANG names unknown features grup (known: group, place, or all); ignored" in caplog.text
+    # A typo, or off beside a feature: a configuration error naming the variable and value.
+    with pytest.raises(ValueError, match=r"CORUN_SGLANG='grup,place' names unknown features grup \(known: group, place, or all"):
+        parse("grup,place")
+    with pytest.raises(ValueError, match=r"CORUN_SGLANG='off,place' turns features off and on at once"):
+        parse("off,place")
+    with pytest.raises(ValueError, match=r"CORUN_SGLANG='group,0'"):
+        plugin.enable_from_env({"CORUN_SGLANG": "group,0"})
+    with pytest.raises(ValueError, match=r"CORUN_SGLANG='plase'"):
+        plugin.enable("plase")
+    assert plugin.enabled() == frozenset()
     # Off: nothing registered, nothing imported.
     assert plugin.enable_from_env({}) == frozenset()
+
+
+def test_a_local_build_of_the_tested_sglang_is_the_tested_release(monkeypatch):
+    life = plugin._LIFE
+    for found, ok in (("0.5.23", True), ("0.5.23+cu128", True), ("0.5.23+local.1", True),
+                      ("0.5.23.post1", False), ("0.5.230", False), ("0.5.2", False), (None, False)):
+        monkeypatch.setattr(life, "_version", lambda found=found: found)
+        assert life.version_ok() is ok, found
 
 
 def test_every_counter_is_there_from_the_start():

@@ -98,9 +98,17 @@ def test_features_from_the_environment(monkeypatch, caplog):
     assert vllm_plugin.enabled_features("all") == set(vllm_plugin.FEATURES)
     monkeypatch.setenv("CORUN_VLLM", " place, nixl_order ")
     assert vllm_plugin.enabled_features() == {"place", "nixl_order"}
-    with caplog.at_level(logging.WARNING, logger="corun"):
-        assert vllm_plugin.enabled_features("mooncake,plcae") == {"mooncake"}
-    assert "CORUN_VLLM names unknown features plcae (known: place, nixl_order, mooncake, moriio, or all)" in caplog.text
+    # A typo, or off beside a feature: a configuration error naming the variable and value.
+    with pytest.raises(ValueError, match=r"CORUN_VLLM='mooncake,plcae' names unknown features plcae "
+                                         r"\(known: place, nixl_order, mooncake, moriio, or all"):
+        vllm_plugin.enabled_features("mooncake,plcae")
+    for both in ("off,place", "place, OFF", "0,all", "none,nixl_order"):
+        with pytest.raises(ValueError, match="turns features off and on at once"):
+            vllm_plugin.enabled_features(both)
+    monkeypatch.setenv("CORUN_VLLM", "off,place")
+    with pytest.raises(ValueError, match=r"CORUN_VLLM='off,place'"):
+        vllm_plugin.enable()
+    assert vllm_plugin.enabled() == set()
     # Off: enable patches nothing and imports nothing.
     monkeypatch.delenv("CORUN_VLLM")
     assert vllm_plugin.enable() == set()
@@ -115,6 +123,20 @@ def test_an_untested_vllm_version_is_left_alone(monkeypatch, caplog):
         assert vllm_plugin.enable(["place"]) == set()  # the older name
     assert caplog.text.count("0.34.0") == 1  # said once
     assert vllm_plugin._LIFE._patches == [] and vllm_plugin.counters()["unsupported_version"] == 1
+
+
+def test_a_local_build_of_the_tested_vllm_is_the_tested_release(monkeypatch, caplog):
+    life = vllm_plugin._LIFE
+    for found, ok in (("0.33.0", True), ("0.33.0+cu128", True), ("0.33.0+cpu", True),
+                      ("0.33.0rc1", False), ("0.33.01", False), ("0.33.1+cu128", False), (None, False)):
+        monkeypatch.setattr(life, "_version", lambda found=found: found)
+        assert life.version_ok() is ok, found
+    # The refusal names the version found and those tested.
+    monkeypatch.setattr(life, "_version", lambda: "0.34.0+cu128")
+    monkeypatch.setattr(vllm_plugin._COUNTERS, "_logged", set())
+    with caplog.at_level(logging.WARNING, logger="corun"):
+        assert not life.version_ok()
+    assert "vLLM 0.34.0+cu128 is not a version the vLLM plugin was tested with (0.33.0)" in caplog.text
 
 
 def test_every_documented_counter_is_there_from_the_start():
@@ -171,7 +193,10 @@ def vllm_parts():
     if not (tests / "tests" / "v1" / "kv_connector" / "unit" / "utils.py").exists():
         if REQUIRE:
             raise FileNotFoundError(tests)
-        pytest.skip(f"vLLM's test tree is absent at {tests} (python/vllm_suite.py unpacks it)")
+        # Named relative to the checkout (or as CORUN_VLLM_TESTS gave it), not as this
+        # machine's absolute path.
+        where = tests.relative_to(ROOT) if tests.is_relative_to(ROOT) else tests
+        pytest.skip(f"vLLM's test tree is absent at {where} (python python/vllm_suite.py unpacks it)")
     upstream.vllm_tests_package(tests / "tests")
     from tests.v1.kv_connector.unit import test_nixl_desc_geometry as geo
     from tests.v1.kv_connector.unit import utils as vu
@@ -337,6 +362,36 @@ def test_fragmented_pool_through_the_real_stack():
 def failing(*args, **kwargs):
     raise RuntimeError("injected by the test")
 
+def test_placement_is_judged_by_the_runs_the_connector_posts(monkeypatch):
+    """NIXL merges runs that ascend on both sides: without nixl_order placement counts
+    ascending runs (a request it would make worse there stays vLLM's); with it, runs in
+    either direction, as nixl_order lists them ascending."""
+    seen = []
+
+    def front(pool, tail, *, direction):
+        seen.append(direction)
+        return {"bound": 1, "placed": 1, "own": 2, "split": 0, "fallback": False}
+
+    class Pool:
+        def get_num_free_blocks(self):
+            return 100
+
+    monkeypatch.setattr(vllm_plugin.adapters, "vllm_place_front", front)
+    for on, want in (({"place"}, "ascending"), ({"place", "mooncake"}, "ascending"),
+                     ({"place", "nixl_order"}, "either")):
+        monkeypatch.setattr(vllm_plugin._LIFE, "on", set(on))
+        vllm_plugin._place(Pool(), [5, 4, 3], 0, 3)
+        assert seen[-1] == want, on
+    # And placement itself keeps vLLM's blocks where its choice posts no fewer: a first
+    # side that descends, free blocks that descend too, counted ascending.
+    first = np.array([9, 8, 7, 6], dtype=np.int64)
+    free = np.array([40, 39, 38, 37, 20, 21, 22, 23], dtype=np.int64)
+    chosen, _, stats = corun.place(first, free, direction="ascending")
+    assert corun.count_runs(first, chosen) <= corun.count_runs(first, free[:4])
+    if stats["fallback"]:
+        assert chosen.tolist() == free[:4].tolist()
+
+
 
 @pytest.mark.parametrize("where", ["adapters.vllm_place_front", "adapters.place"])
 def test_a_failing_placement_serves_vllms_way(monkeypatch, where):
@@ -411,6 +466,48 @@ def test_moriio_merge_is_corun_and_equals_vllms(monkeypatch):
     finally:
         vllm_plugin.disable()
     assert cls.merge_contiguous_blocks is own
+
+
+def test_vllms_own_exceptions_pass_through_the_hooks_once(monkeypatch):
+    """An exception from vLLM's own function inside a hook is vLLM's: raised to the caller
+    unchanged, vLLM's function run once, nothing counted as corun's."""
+    vllm_parts()
+    from vllm.distributed.kv_transfer.kv_connector.v1.mooncake import mooncake_connector as mc
+
+    try:
+        from vllm.distributed.kv_transfer.kv_connector.v1.moriio import moriio_connector as mo
+    except ImportError as e:
+        pytest.skip(f"vLLM's MoRIIO connector does not import here: {e}")
+    vllm_plugin.disable()
+    calls = []
+    raised = RuntimeError("vLLM's own failure")
+
+    def vllms_group(src, dst):
+        calls.append("group")
+        raise raised
+
+    def vllms_merge(self, *args):
+        calls.append("merge")
+        raise raised
+
+    monkeypatch.setattr(mc, "group_concurrent_contiguous", vllms_group)
+    monkeypatch.setattr(mo.MoRIIOConnectorWorker, "merge_contiguous_blocks", vllms_merge)
+    try:
+        assert vllm_plugin.enable(["mooncake", "moriio"]) == {"mooncake", "moriio"}
+        vllm_plugin.reset_counters()
+        # Lengths that differ go to vLLM's grouping; tuples to vLLM's merge.
+        with pytest.raises(RuntimeError) as got:
+            mc.group_concurrent_contiguous([1, 2], [3])
+        assert got.value is raised
+        with pytest.raises(RuntimeError) as got:
+            mo.MoRIIOConnectorWorker.merge_contiguous_blocks(None, (0, 4), (8, 12), (4, 4))
+        assert got.value is raised
+        assert calls == ["group", "merge"]  # each ran once, not again as a fallback
+        c = vllm_plugin.counters()
+        assert c["errors"] == c["mooncake_errors"] == c["moriio_errors"] == 0
+    finally:
+        vllm_plugin.disable()
+
 
 
 def test_duplicate_remote_ids_are_a_plain_fallback(caplog):

@@ -7,7 +7,10 @@ call goes the stack's own way.
     safe(*args)   # corun_way(*args); on any exception: own_way(*args)
 
 A hook must raise before it changes the stack's state, or undo what it changed: the
-stack's own way then runs on the state it would have seen. Exceptions that mean "stop the
+stack's own way then runs on the state it would have seen. A hook that calls the stack's
+own code calls it through ``stack_way(f)``: an exception from there is the stack's, so the
+guard passes it on to the caller unchanged (the same object), counts nothing and does not
+run the stack's way a second time. Exceptions that mean "stop the
 process" (``KeyboardInterrupt``, ``SystemExit``) are not
 caught: only ``Exception`` is.
 """
@@ -19,7 +22,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, TypeVar
 
-__all__ = ["Counters", "guarded"]
+__all__ = ["Counters", "guarded", "stack_way"]
 
 log = logging.getLogger("corun")
 
@@ -66,17 +69,46 @@ class Counters:
             return True
 
 
+class _StackRaised(Exception):
+    """Carries an exception the stack's own code raised inside a hook (``stack_way``) out
+    to the guard, which raises the original."""
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(original)
+        self.original = original
+
+
+def stack_way(f: F) -> F:
+    """``f``, the stack's own function, as a hook calls it: an exception from it is marked
+    as the stack's, so that :func:`guarded` passes it through unchanged instead of
+    counting it as corun's and calling the stack's way again."""
+
+    @functools.wraps(f)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except Exception as e:
+            raise _StackRaised(e) from None
+
+    return call  # type: ignore[return-value]
+
+
 def guarded(counters: Counters, hook: str, own_way: Callable[..., Any]) -> Callable[[F], F]:
     """Wraps a corun hook: an exception from it is counted in ``counters`` (``errors``
     and ``<hook>_errors``), logged once per hook with its traceback, and the same call is
     then made the stack's own way (``own_way`` with the same arguments), whose result, or
-    exception, is the caller's."""
+    exception, is the caller's. An exception of the stack's own code that the hook called
+    through :func:`stack_way` is the caller's as it was raised: not counted, and
+    ``own_way`` is not called (the stack's function ran once)."""
 
     def wrap(corun_way: F) -> F:
         @functools.wraps(corun_way)
         def call(*args: Any, **kwargs: Any) -> Any:
+            theirs = None
             try:
                 return corun_way(*args, **kwargs)
+            except _StackRaised as e:
+                theirs = e.original
             except Exception:
                 counters.add("errors")
                 counters.add(f"{hook}_errors")
@@ -87,6 +119,10 @@ def guarded(counters: Counters, hook: str, own_way: Callable[..., Any]) -> Calla
                         hook,
                         exc_info=True,
                     )
+            if theirs is not None:
+                # Raised outside the handler, so that the stack's exception carries no
+                # context of corun's marker: the caller sees what the stack raised.
+                raise theirs
             return own_way(*args, **kwargs)
 
         return call  # type: ignore[return-value]

@@ -4,9 +4,12 @@ the record of what was patched, the counters and the line that says the plugin i
 
 One vocabulary for both: ``enable(features=None)`` (``None``: the environment's
 variable) / ``disable()``, ``enabled()``, ``counters()`` / ``reset_counters()``,
-``FEATURES``, ``TESTED``. One behaviour for a name that is not a feature: a warning that
-names it and the known ones, and start-up goes on with the rest (a typo in a deployment's
-environment must not stop the server, nor turn on more than it names).
+``FEATURES``, ``TESTED``. One behaviour for a setting that says two things or names no
+feature (``off,place``, a typo): a ``ValueError`` naming the variable, its value and the
+known names, raised by ``enable()`` (so at the stack's plugin loading, before it serves):
+a deployment that asked for something else must not run as if it had asked for nothing,
+nor for more than it named. A tested release with a local build suffix (vLLM's
+``0.33.0+cu128``) is that release.
 
 The "on" line is a WARNING on the ``corun`` logger: ``vllm serve`` configures only the
 ``vllm`` logger (``vllm/logger.py``), so another logger's records reach Python's
@@ -67,22 +70,25 @@ class Lifecycle:
     def parse(self, value: Union[None, str, Iterable[str]], environ: Optional[Dict[str, str]] = None) -> FrozenSet[str]:
         """The features ``value`` names: a comma-separated string or a list of names,
         ``all`` (or ``1``, ``on``) for every one; ``None``: the environment's variable;
-        unset, empty, ``0``, ``off``, ``none``: no feature. A name that is no feature is
-        logged (naming it and the known ones) and ignored."""
+        unset, empty, ``0``, ``off``, ``none``: no feature. A name that is no feature, or
+        ``off`` (``0``, ``none``) beside any other name, is a ``ValueError`` naming the
+        variable and the value."""
         if value is None:
             import os
 
             value = (os.environ if environ is None else environ).get(self.env, "")
-        if isinstance(value, str):
-            value = value.split(",")
-        names = {str(v).strip().lower() for v in value if str(v).strip()}
+        given = value if isinstance(value, str) else ",".join(str(v) for v in value)
+        names = {v.strip().lower() for v in given.split(",") if v.strip()}
         unknown = names - set(self.features) - _ALL - _NONE
         if unknown:
-            log.warning(
-                "corun: %s names unknown features %s (known: %s, or all); ignored",
-                self.env,
-                ", ".join(sorted(unknown)),
-                ", ".join(self.features),
+            raise ValueError(
+                f"corun: {self.env}={given!r} names unknown features {', '.join(sorted(unknown))} "
+                f"(known: {', '.join(self.features)}, or all; off for none)"
+            )
+        if names & _NONE and names - _NONE:
+            raise ValueError(
+                f"corun: {self.env}={given!r} turns features off and on at once: "
+                f"{', '.join(sorted(names & _NONE))} means no feature, so it stands alone"
             )
         if names & _ALL:
             return frozenset(self.features)
@@ -91,10 +97,12 @@ class Lifecycle:
     # -- which version ----------------------------------------------------------------
 
     def version_ok(self) -> bool:
-        """Whether the installed stack is a version in ``tested``; if not, that is
-        logged once and counted (``unsupported_version`` is 1), and nothing is patched."""
+        """Whether the installed stack is a version in ``tested``, a local build of one
+        included (``0.33.0+cu128``: PEP 440's local label after ``+``, the same release);
+        if not, that is logged once naming the version found and those tested, counted
+        (``unsupported_version`` is 1), and nothing is patched."""
         version = self._version()
-        if version in self.tested:
+        if version is not None and version.split("+", 1)[0] in self.tested:
             return True
         self.counters.add("unsupported_version", 1 - self.counters.get("unsupported_version"))
         if self.counters.first_time("version"):

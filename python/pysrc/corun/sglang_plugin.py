@@ -77,7 +77,6 @@ __all__ = [
     "ENV",
     "FEATURES",
     "GROUP_MODULES",
-    "SUPPORTED",
     "TESTED",
     "batch_destinations",
     "counters",
@@ -92,8 +91,6 @@ log = logging.getLogger("corun")
 
 #: SGLang versions the plugin was tested with.
 TESTED = ("0.5.23",)
-#: The older name of :data:`TESTED`.
-SUPPORTED = TESTED
 #: The features ``CORUN_SGLANG`` can name (or ``all``).
 FEATURES = ("group", "place")
 #: The environment variable that names the features to turn on.
@@ -148,7 +145,8 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
     """SGLang's entry point (``load_plugins()`` calls it with no argument): registers
     corun's hooks for ``features`` (default: those ``CORUN_SGLANG`` names; ``all``,
     ``group``, ``place``, comma-separated; unset or empty: none) with SGLang's
-    ``HookRegistry``. A name that is no feature is logged and ignored. Idempotent. On
+    ``HookRegistry``. A name that is no feature, or ``off`` beside another, is a
+    ``ValueError`` naming ``CORUN_SGLANG`` and its value. Idempotent. On
     an SGLang other than 0.5.23, or none, registers nothing and logs it once. Returns
     the features on."""
     wanted = _LIFE.parse(features)

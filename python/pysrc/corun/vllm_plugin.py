@@ -40,12 +40,12 @@ import functools
 import inspect
 import logging
 import threading
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Literal, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _corun, adapters
-from ._guard import guarded
+from ._guard import guarded, stack_way
 from ._plugin import Lifecycle, installed_version
 
 __all__ = [
@@ -117,7 +117,8 @@ def reset_counters() -> None:
 def enabled_features(value: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
     """The features ``value`` (default: the environment's ``CORUN_VLLM``) names: a
     comma-separated list of :data:`FEATURES`, or ``all``; unset, empty, ``0``, ``off``:
-    none. Unknown names are logged and ignored (a typo must not stop the server)."""
+    none. An unknown name, or ``off`` beside another, is a ``ValueError`` naming the
+    variable and its value (a configuration error, raised before anything is patched)."""
     return _LIFE.parse(value)
 
 
@@ -211,8 +212,17 @@ def _place(block_pool: Any, remote_block_ids: Any, group_id: int, num_blocks: in
         # page twice). Not a failure of corun's: vLLM's order, a plain fallback.
         _COUNTERS.add("fallback")
         return
-    stats = adapters.vllm_place_front(block_pool, tail)
+    stats = adapters.vllm_place_front(block_pool, tail, direction=_posted_direction())
     _COUNTERS.add("fallback" if stats["fallback"] else "placed")
+
+
+def _posted_direction() -> Literal["ascending", "either"]:
+    """The runs the connector will post for a placed request, by which placement judges
+    it (kept only when it gives fewer than vLLM's own blocks): NIXL merges neighbours
+    that ascend on both sides, and only with ``nixl_order`` on are runs that descend on
+    both sides listed ascending for it to merge; Mooncake's grouping (vLLM's or corun's
+    drop-in) ascends too."""
+    return "either" if "nixl_order" in _LIFE.on else "ascending"
 
 
 # The stack's own way for a step that only reorders the free queue: leave it as it is.
@@ -370,11 +380,12 @@ def _install_mooncake() -> None:
     from vllm.distributed.kv_transfer.kv_connector.v1.mooncake import mooncake_connector as mc  # type: ignore[import-not-found, unused-ignore]
 
     own = mc.group_concurrent_contiguous
+    vllms = stack_way(own)  # its exceptions are vLLM's: passed on once, not counted
 
     @functools.wraps(own)
     def corun_group(src_indices: Any, dst_indices: Any) -> Any:
         if len(src_indices) and len(src_indices) != len(dst_indices):
-            return own(src_indices, dst_indices)  # outside corun's contract: vLLM's answer
+            return vllms(src_indices, dst_indices)  # outside corun's contract: vLLM's answer
         groups = _corun.group_concurrent_contiguous(src_indices, dst_indices)
         _COUNTERS.add("mooncake_calls")
         return groups
@@ -448,9 +459,10 @@ def _install_moriio() -> None:
 
     cls = mo.MoRIIOConnectorWorker
     own = cls.merge_contiguous_blocks
+    vllms = stack_way(own)  # its exceptions are vLLM's: passed on once, not counted
 
     @functools.wraps(own)
     def corun_merge(self: Any, offsets_local: Any, offsets_remote: Any, sizes: Any, assume_sorted: Any = False) -> Any:
-        return _moriio_merge(own, self, offsets_local, offsets_remote, sizes, assume_sorted)
+        return _moriio_merge(vllms, self, offsets_local, offsets_remote, sizes, assume_sorted)
 
     _LIFE.patch(cls, "merge_contiguous_blocks", guarded(_COUNTERS, "moriio", own)(corun_merge))
