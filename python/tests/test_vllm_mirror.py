@@ -290,3 +290,27 @@ def test_random_tampering_never_gets_a_block_moved_that_is_not_free(kind):
             assert len(set(got)) == n and bad.isdisjoint(got)
             if kind in ("spliced", "ref_cnt"):
                 assert consistent(p)
+
+
+def test_disable_leaves_nothing_of_corun_on_the_pools_it_placed_in():
+    import copy
+
+    from corun import vllm_plugin
+
+    pools = [Pool(64), Pool(32)]
+    for pool in pools:
+        adapters.vllm_place_front(pool, [9, 10, 11, 3])
+        assert any("corun" in k or type(v).__name__ == "VllmQueueTold"
+                   for k, v in vars(pool.free_block_queue).items())
+    vllm_plugin.disable()
+    for pool in pools:
+        queue = pool.free_block_queue
+        assert not [k for k in vars(queue) if "corun" in k]
+        assert not [k for k, v in vars(queue).items() if type(v).__module__.startswith("corun")]
+        # (The queue class here is compiled from vLLM's source, so it is not importable for
+        # pickle; deep-copying needs no import, and corun's Rust wrappers refused it.)
+        copy.deepcopy(queue)
+        # Placement still works afterwards, on a fresh mirror.
+        stats = adapters.vllm_place_front(pool, [20, 21])
+        assert stats["placed"] <= stats["own"]
+    vllm_plugin.disable()

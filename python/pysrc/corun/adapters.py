@@ -26,6 +26,7 @@ free queue is LRU), that is the knob for the cache hit rate.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     # How deep placement reaches: a number of pages, or a function of the request's.
     _Window = Optional[Union[int, Callable[[int], int]]]
 
-__all__ = ["default_window", "sglang_place_batch", "sglang_place_front", "sglang_window", "vllm_place_front"]
+__all__ = ["default_window", "forget_mirrors", "sglang_place_batch", "sglang_place_front", "sglang_window", "vllm_place_front"]
 
 
 def default_window(n: int) -> int:
@@ -141,6 +142,25 @@ def _unplaced(
 # ``VllmQueueMirror.catch_up``); the queue's ``__dict__`` key that holds its mirror.
 _CHANGES = ("remove", "append", "append_n", "prepend_n")
 _MIRROR = "_corun_mirror"
+# Every queue given a mirror, so that `forget_mirrors` can take corun off it again
+# (weakly held: a pool vLLM drops is not kept alive by corun).
+_MIRRORED: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_UNTRACKED: List[Any] = []  # queues that take no weak reference (a port with __slots__)
+
+
+def forget_mirrors() -> None:
+    """Takes corun's mirror and its ``VllmQueueTold`` wrappers off every queue
+    :func:`vllm_place_front` gave them to, so that no attribute of corun's stays on a
+    pool (it pickles and deep-copies as vLLM's own). A later placement mirrors afresh."""
+    queues = [*_MIRRORED, *_UNTRACKED]
+    _MIRRORED.clear()
+    _UNTRACKED.clear()
+    for queue in queues:
+        attrs = queue.__dict__
+        attrs.pop(_MIRROR, None)
+        for name in _CHANGES:
+            if isinstance(attrs.get(name), VllmQueueTold):
+                del attrs[name]
 
 
 def _mirror(block_pool: Any) -> VllmQueueMirror:
@@ -161,6 +181,10 @@ def _mirror(block_pool: Any) -> VllmQueueMirror:
         for name in _CHANGES:
             if hasattr(queue, name):  # a port of the queue may lack some
                 queue.__dict__[name] = VllmQueueTold(mirror, name, getattr(queue, name))
+        try:
+            _MIRRORED.add(queue)
+        except TypeError:
+            _UNTRACKED.append(queue)
     elif not mirror.in_step(queue):
         mirror.reread(queue)
     return mirror

@@ -164,10 +164,13 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
 
 def disable() -> None:
     """Restores every patched vLLM function (for tests and harnesses; a server never
-    needs it). Connector workers made while it was on keep their ordered NIXL wrapper."""
+    needs it) and takes placement's queue mirrors off the pools it placed in
+    (:func:`corun.adapters.forget_mirrors`), so that those pools pickle and deep-copy as
+    vLLM's own. Connector workers made while it was on keep their ordered NIXL wrapper."""
     with _LIFE.lock:
         _LIFE.restore()
         _LIFE.on.clear()
+        adapters.forget_mirrors()
 
 
 #: The older names of :func:`enable` and :func:`disable` (vLLM's docs call a general
