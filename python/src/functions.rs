@@ -11,7 +11,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::input::{self, ASCENDING, DirectionArg, EITHER, Keep, indices, with_slices};
+use crate::input::{self, ASCENDING, DirectionArg, EITHER, Indices, Keep, indices, with_slices};
 use crate::output::{self, Form};
 use crate::{compute, errors};
 
@@ -78,14 +78,7 @@ pub fn runs<'py>(
     max_len: Option<&Bound<'py, PyAny>>,
     direction: DirectionArg,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let max_len = input::cap(max_len, "max_len", usize::MAX as i128, "1..2**64", |m| {
-        usize::try_from(m).ok().and_then(NonZeroUsize::new)
-    })?;
-    let grouper = compute::grouper(direction.0, max_len);
-    let (s_idx, d_idx) = (indices(src, "src")?, indices(dst, "dst")?);
-    if s_idx.len() != d_idx.len() {
-        return Err(errors::mismatch("runs", s_idx.len(), d_idx.len()));
-    }
+    let (grouper, s_idx, d_idx) = grouping_args("runs", src, dst, max_len, direction)?;
     let spans = with_slices!(&s_idx, &d_idx, Keep::Runs, |s, d| {
         let (s, d): (&[_], &[_]) = (&s, &d);
         compute::spans(py, &grouper, s, d).map_err(errors::core)?
@@ -96,6 +89,27 @@ pub fn runs<'py>(
         output::lengths(py, &spans)?,
     ];
     PyTuple::new(py, out)
+}
+
+/// The arguments ``runs`` and ``count_runs`` share, read once: the grouper their
+/// ``max_len`` and ``direction`` make, and ``src``/``dst`` of one length (else the
+/// mismatch naming ``func`` and both lengths).
+fn grouping_args<'py>(
+    func: &str,
+    src: &Bound<'py, PyAny>,
+    dst: &Bound<'py, PyAny>,
+    max_len: Option<&Bound<'py, PyAny>>,
+    direction: DirectionArg,
+) -> PyResult<(Grouper, Indices<'py>, Indices<'py>)> {
+    let max_len = input::cap(max_len, "max_len", usize::MAX as i128, "1..2**64", |m| {
+        usize::try_from(m).ok().and_then(NonZeroUsize::new)
+    })?;
+    let grouper = compute::grouper(direction.0, max_len);
+    let (s_idx, d_idx) = (indices(src, "src")?, indices(dst, "dst")?);
+    if s_idx.len() != d_idx.len() {
+        return Err(errors::mismatch(func, s_idx.len(), d_idx.len()));
+    }
+    Ok((grouper, s_idx, d_idx))
 }
 
 /// The number of runs ``runs`` would return: ``len(runs(src, dst, ...)[2])``, with no array built.
@@ -113,14 +127,7 @@ pub fn count_runs<'py>(
     max_len: Option<&Bound<'py, PyAny>>,
     direction: DirectionArg,
 ) -> PyResult<usize> {
-    let max_len = input::cap(max_len, "max_len", usize::MAX as i128, "1..2**64", |m| {
-        usize::try_from(m).ok().and_then(NonZeroUsize::new)
-    })?;
-    let grouper = compute::grouper(direction.0, max_len);
-    let (s_idx, d_idx) = (indices(src, "src")?, indices(dst, "dst")?);
-    if s_idx.len() != d_idx.len() {
-        return Err(errors::mismatch("count_runs", s_idx.len(), d_idx.len()));
-    }
+    let (grouper, s_idx, d_idx) = grouping_args("count_runs", src, dst, max_len, direction)?;
     Ok(with_slices!(&s_idx, &d_idx, Keep::Runs, |s, d| {
         let (s, d): (&[_], &[_]) = (&s, &d);
         compute::count_runs(py, &grouper, s, d).map_err(errors::core)?
