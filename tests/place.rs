@@ -34,6 +34,14 @@ macro_rules! props {
                     // The same request with the free list cut short, and with room to spare.
                     check_place(&first, &free[..free.len().min(first.len())]);
                     check_place(&first[..first.len() / 2], &free);
+                    // One page far from the rest: the window's ids too sparse for a bitmap
+                    // of them, so its extents come from its stretches sorted by id.
+                    let far = [<$t>::wrap(<$t>::HI), <$t>::wrap(<$t>::LO)];
+                    if let Some(&far) = far.iter().find(|f| !free.contains(f)) {
+                        let mut sparse = free.clone();
+                        sparse.insert(bits.0 as usize % (free.len() + 1), far);
+                        check_place(&first, &sparse);
+                    }
                 }
 
                 /// Values drawn freely at the type's limits, on both sides.

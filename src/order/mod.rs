@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `placement.rs` | [`place`](placement::place), its rule, cost and scratch |
 //! | `ranges.rs` | placement's runs and stretches: duplicates, extents, runs longest first |
+//! | `bits.rs` | placement's window as a bitmap of its ids (dense windows): duplicates, extents, the rest |
 //! | `fit.rs` | placement's two trees over the extents: best fit and most room in `O(log x)` |
 //! | `unordered.rs` | [`sort_by_destination`] |
 //! | `radix.rs` | the one radix sort and its one threshold |
@@ -16,6 +17,7 @@
 //! counts), the index types and the errors; it never uses the kernel directly, nor
 //! `desc`, and nothing below it uses it.
 
+mod bits;
 mod fit;
 pub mod placement;
 mod radix;

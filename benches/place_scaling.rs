@@ -3,30 +3,33 @@
 //! same process, so the growth of one reads against a known `O(f log f)`.
 //!
 //! ```sh
-//! cargo run --release --example place_scaling            # every shape, 1K to 1M pages
-//! cargo run --release --example place_scaling -- --quick # 1K to 16K, seconds (CI)
+//! cargo bench --bench place_scaling              # every shape, 1K to 1M pages
+//! cargo bench --bench place_scaling -- --quick   # 1K to 16K, seconds (CI)
 //! ```
 //!
 //! The shapes, at every size `n` (those of `python/lab/place_scaling.py`, so the Rust and
 //! Python rows read alike):
 //!
-//! - run: the first side in runs of 7 (short) or 256 (long) pages, each followed by a gap
-//!   of twice its length (`first[i] = (i / run) * 3 run + i % run`);
+//! - run: the first side in runs of 1 or 7 (short), 64 or 256 (long) pages, each followed
+//!   by a gap of twice its length (`first[i] = (i / run) * 3 run + i % run`);
 //! - window: `n + 64` (1x) or `4n + 64` (4x) free pages, the first of a random
 //!   permutation of a pool twice as large, so extents are short and long runs split;
 //! - order: the window shuffled (a free queue) or sorted (SGLang's free list).
 //!
 //! One line per case, `place-scaling n=<n> run=<len> window=<1x|4x> order=<o>
-//! ns_per_page=<x> sort_ns_per_page=<y> place_ms=<ms> split=<runs split>` (per page of the
-//! request; medians of interleaved rounds), then per shape the growth of the time per
-//! page from the smallest size to the largest (1.0 is linear).
+//! ns_per_page=<x> sort_ns_per_page=<y> place/sort=<x / y> place_ms=<ms> split=<runs
+//! split>` (per page of the request; medians of interleaved rounds), then per shape the
+//! growth of the time per page from the smallest size to the largest (1.0 is linear). A
+//! sorted window's sort only checks its order (`sort_unstable` is linear on sorted
+//! input): its ratio is large by design; the shuffled rows are the comparison.
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use corun::{Direction, place, place_scratch_len};
 
-const USAGE: &str = "usage: place_scaling [--quick]";
+const USAGE: &str =
+    "usage: place_scaling [--quick]  (cargo bench --bench place_scaling -- [--quick])";
 
 /// `(first, free)` for one shape.
 fn case(n: usize, run: usize, window: usize, sorted: bool) -> (Vec<u32>, Vec<u32>) {
@@ -61,7 +64,8 @@ fn main() {
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
-    if let Some(a) = args.iter().find(|a| *a != "--quick") {
+    // `cargo bench` passes `--bench`.
+    if let Some(a) = args.iter().find(|a| *a != "--quick" && *a != "--bench") {
         eprintln!("unknown argument {a}\n{USAGE}");
         std::process::exit(2);
     }
@@ -71,7 +75,7 @@ fn main() {
         &[1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20]
     };
     let mut growth = Vec::new();
-    for run in [7, 256] {
+    for run in [1, 7, 64, 256] {
         for window in [1, 4] {
             for sorted in [false, true] {
                 let order = if sorted { "sorted" } else { "shuffled" };
@@ -129,7 +133,8 @@ fn main() {
                     let (a, b) = (median(&mut tp), median(&mut ts));
                     let (na, nb) = (a * 1e9 / n as f64, b * 1e9 / n as f64);
                     println!(
-                        "place-scaling n={n} run={run} window={window}x order={order} ns_per_page={na:.1} sort_ns_per_page={nb:.1} place_ms={:.3} split={}",
+                        "place-scaling n={n} run={run} window={window}x order={order} ns_per_page={na:.1} sort_ns_per_page={nb:.1} place/sort={:.2} place_ms={:.3} split={}",
+                        a / b,
                         a * 1e3,
                         p.split
                     );
