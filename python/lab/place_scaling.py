@@ -4,9 +4,9 @@ process, so that the growth of one is read against a known ``O(w log w)``.
 
 The shapes, each at every size ``n``:
 
-- runs: the first side's pages in runs of ``7`` (short) or ``256`` (long) pages, each
-  followed by a gap of twice its length (``first = concatenate(arange(s, s + r) for s in
-  range(0, 3n, 3r))[:n]``);
+- runs: the first side's pages in runs of ``1`` or ``7`` (short), ``64`` or ``256``
+  (long) pages, each followed by a gap of twice its length (``first =
+  concatenate(arange(s, s + r) for s in range(0, 3n, 3r))[:n]``);
 - window: ``n + 64`` or ``4n + 64`` free pages (the adapters' default is ``4n + 64``),
   drawn from a pool of twice as many ids, so that free stretches are broken and runs must
   split;
@@ -24,7 +24,7 @@ import corun
 from lab.timing import median_seconds
 
 SIZES = [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20]
-RUNS = [7, 256]
+RUNS = [1, 7, 64, 256]
 WINDOWS = [1, 4]
 WLABEL = {1: "n+64", 4: "4n+64"}
 ORDERS = ["shuffled", "sorted"]
