@@ -135,6 +135,42 @@ fn split_when_no_extent_holds_a_run() {
     assert_eq!((p.split, p.fallback), (1, true)); // and that is the allocator's own choice
 }
 
+/// Windows of thousands of extents, where placement chooses between asking its trees a
+/// question per run or piece and passing over the rooms in id order (`placement.rs`,
+/// `READS_PER_QUESTION`): many split runs and many one-page runs take the passes, a few
+/// long runs or a few one-page runs over many extents the trees. Each against the
+/// reference, over a shuffled half of a pool and the same window sorted.
+#[test]
+fn both_fill_paths_at_scale() {
+    let shuffled = |w: u32, seed: u64| {
+        let mut pool: Vec<u32> = (0..2 * w).collect();
+        let mut x = seed | 1;
+        for i in (1..pool.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            pool.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        pool.truncate(w as usize);
+        pool
+    };
+    let runs =
+        |n: u32, run: u32| (0..n).map(|i| (i / run) * 3 * run + i % run).collect::<Vec<u32>>();
+    let mut few_ones = runs(600, 200);
+    few_ones.extend([900_001, 900_005, 900_009]);
+    for (first, w) in [
+        (runs(700, 7), 2_000),   // split runs of 7 over rooms of 1-6: passes
+        (runs(600, 200), 8_000), // three long runs over 4,000 extents: trees
+        (runs(900, 1), 2_000),   // one-page runs, as many as the singletons: passes
+        (few_ones, 8_000),       // three one-page runs over 4,000 extents: trees
+    ] {
+        let mut free = shuffled(w, u64::from(w) ^ first.len() as u64);
+        check_place(&first, &free);
+        free.sort_unstable();
+        check_place(&first, &free);
+    }
+}
+
 #[test]
 fn errors_name_the_buffer() {
     let first = [1u32, 2, 3];

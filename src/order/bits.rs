@@ -5,7 +5,8 @@
 //! length (a shuffled free queue of half a pool spans about twice the window). Then the
 //! bitmap answers placement's three questions about the window without sorting it:
 //!
-//! - a page listed twice is a bit set twice (`O(f)` bit writes);
+//! - a page listed twice is a bit set twice (`O(f)` bit writes; the first side's pages
+//!   are checked so too, when their ids are as dense);
 //! - the extents (maximal sets of consecutive ids) are the runs of ones, read word by
 //!   word in id order (`O(span / BITS + x)`);
 //! - the rest of the window is the list without the chosen pages, in its order: the
@@ -44,8 +45,9 @@ impl<'a> Bits<'a> {
 
     /// The bitmap of `free` (lowest id `min`, `span` bits: [`Bits::span`]) in `words`,
     /// which must hold [`Bits::words`]`(span)`; `None` when it does not. The error names
-    /// `free` and the first two positions of the smallest page it lists twice.
+    /// `list` and the first two positions of the smallest page `free` lists twice.
     pub(crate) fn new<T: Index>(
+        list: &'static str,
         free: &[T],
         (min, span): (i128, usize),
         words: &'a mut [usize],
@@ -64,7 +66,7 @@ impl<'a> Bits<'a> {
             Some(v) => {
                 let mut at = free.iter().enumerate().filter(|&(_, p)| p.widen() == v);
                 let (first, second) = (at.next().map_or(0, |a| a.0), at.next().map_or(0, |a| a.0));
-                Err(Error::DuplicatePage { list: "free", first, second })
+                Err(Error::DuplicatePage { list, first, second })
             }
         })
     }

@@ -37,6 +37,9 @@ pub(crate) struct Fit<'a> {
     least: usize,
     /// Blocks (a power of two, empty ones past the rooms): the first block's node.
     top: usize,
+    /// The rooms changed behind the trees ([`Fit::rooms`]): rebuild before the next
+    /// question.
+    stale: bool,
 }
 
 impl<'a> Fit<'a> {
@@ -48,7 +51,7 @@ impl<'a> Fit<'a> {
         let (fits, more) = trees.split_at_mut_checked(top - 1)?;
         let held = more.get_mut(..top - 1)?;
         fits.fill(NONE); // nothing fits before the first length is asked
-        let mut fit = Fit { room, fits, held, least: NONE, top };
+        let mut fit = Fit { room, fits, held, least: NONE, top, stale: false };
         fit.build_held();
         Some(fit)
     }
@@ -61,6 +64,9 @@ impl<'a> Fit<'a> {
     /// The extent with the least room `>= len`, the lowest on ties. Lengths must never
     /// grow between calls before [`Fit::most`].
     pub(crate) fn best_fit(&mut self, len: usize) -> Option<usize> {
+        if self.stale {
+            self.rebuild();
+        }
         if len < self.least {
             self.least = len;
             // Held extents that now fit: their blocks read so, their tree paths do not
@@ -81,8 +87,9 @@ impl<'a> Fit<'a> {
     /// The extent with the most room left (the lowest on ties), `None` when none has
     /// any. The first call ends best fit: from then on every extent is held.
     pub(crate) fn most(&mut self) -> Option<usize> {
-        if self.least != NONE {
+        if self.least != NONE || self.stale {
             self.least = NONE;
+            self.stale = false;
             self.build_held();
         }
         self.leftmost(Tree::Held)
@@ -114,6 +121,27 @@ impl<'a> Fit<'a> {
                 }
             }
             i /= 2;
+        }
+    }
+
+    /// The rooms themselves, to change without the trees (a pass over the extents in id
+    /// order costs less than a question a page when most extents are asked): the next
+    /// question rebuilds the trees first, `O(x)`.
+    pub(crate) fn rooms(&mut self) -> &mut [usize] {
+        self.stale = true;
+        self.room
+    }
+
+    /// Both trees from the rooms, bottom up: `O(x)`.
+    fn rebuild(&mut self) {
+        self.stale = false;
+        for i in (1..self.top).rev() {
+            for tree in [Tree::Fits, Tree::Held] {
+                let v = self.value(tree, 2 * i).min(self.value(tree, 2 * i + 1));
+                if let Some(slot) = self.nodes(tree).get_mut(i - 1) {
+                    *slot = v;
+                }
+            }
         }
     }
 

@@ -167,11 +167,16 @@ pub fn place<T: Index>(
     let (lengths, more) = more.split_at_mut(f);
     let (order, spare) = more.split_at_mut(f);
 
-    // The first side's runs, ordered by lowest id: no page repeats inside one, so pages
-    // listed twice show as two that overlap.
+    // The first side's runs; a page listed twice in it is a bit set twice in a bitmap of
+    // its ids where they are dense enough (`bits.rs`), else two runs that overlap when
+    // ordered by lowest id (no page repeats inside one).
     let grouper = Grouper::new().direction(direction);
     let mut runs = Ranges::fill(grouper.runs(first, first)?, starts, lens, first);
-    runs.order_by_low("first", order, spare)?;
+    let dense = Bits::span(first).filter(|&(_, span)| Bits::words(span) <= order.len());
+    match dense.and_then(|span| Bits::new("first", first, span, order)) {
+        Some(bits) => _ = bits?,
+        None => runs.order_by_low("first", order, spare)?,
+    }
     let own = grouper.count_runs(first, front)?;
     let r = runs.count;
     let fallback = |chosen: &mut [T], rest: &mut [T], split| {
@@ -185,7 +190,7 @@ pub fn place<T: Index>(
     // enough for one in `at` (`bits.rs`), else from its stretches sorted by lowest id.
     // `spare[k]` is extent k's room either way.
     let span = Bits::span(free).filter(|&(_, span)| Bits::words(span) <= at.len());
-    let (mut window, x, trees) = match span.and_then(|span| Bits::new(free, span, at)) {
+    let (mut window, x, trees) = match span.and_then(|span| Bits::new("free", free, span, at)) {
         Some(bits) => {
             let bits = bits?;
             let x = bits.extents(lengths, spare);
@@ -203,35 +208,53 @@ pub fn place<T: Index>(
         return fallback(chosen, rest, 0); // cannot happen: `trees` holds x / 2 words
     };
 
-    // Each run, longest first, whole into the extent with the least room that holds it.
+    // Each run, longest first, whole into the extent with the least room that holds it;
+    // the runs of one page last (a pass over the rooms where that costs less).
     runs.sort_longest_first();
     let (starts, lens) = (&*runs.at, &mut *runs.len);
-    for (&s, l) in starts.iter().zip(lens.iter_mut()) {
-        if let Some(k) = fit.best_fit(*l) {
-            let low = window.low(free, k) + wide(fit.room(k)) - wide(*l);
-            give(first, chosen, s, *l, low);
-            window.take(low, *l);
-            fit.take(k, *l);
-            *l = 0; // placed
+    let ones = lens.iter().rev().take_while(|&&l| l == 1).count();
+    let longer = lens.len() - ones;
+    // Gives `first[s..s + m]` the top `m` ids of extent `k`, whose room is `room`.
+    let mut hand = |s: usize, m: usize, k: usize, room: usize| {
+        let low = window.low(free, k) + wide(room) - wide(m);
+        give(first, chosen, s, m, low);
+        window.take(low, m);
+    };
+    for (&s, l) in starts.iter().zip(lens.iter_mut()).take(longer) {
+        best_fit(s, l, &mut fit, &mut hand);
+    }
+    let tail = starts.get(longer..).unwrap_or_default();
+    let handed = if ones > 0 { pass_ones(fit.rooms(), tail, &mut hand) } else { 0 };
+    for (k, (&s, l)) in starts.iter().zip(lens.iter_mut()).enumerate().skip(longer) {
+        if k < longer + handed {
+            *l = 0; // placed by the passes
+        } else {
+            best_fit(s, l, &mut fit, &mut hand);
         }
     }
 
     // What fits nowhere, piece by piece from the extents with the most room.
-    let mut split = 0;
-    for (&s, &l) in starts.iter().zip(lens.iter()).filter(|&(_, &l)| l > 0) {
+    let pending = || starts.iter().zip(lens.iter()).filter(|&(_, &l)| l > 0);
+    let Some(mut split) = pass_split(fit.rooms(), pending(), &mut hand) else {
+        return fallback(chosen, rest, 0); // cannot happen: f >= n pages
+    };
+    let mut short = false;
+    for (&s, &l) in pending().skip(split) {
         let mut done = 0;
         while done < l {
             let Some(k) = fit.most() else {
-                return fallback(chosen, rest, split); // cannot happen: f >= n pages
+                short = true; // cannot happen: f >= n pages
+                break;
             };
             let m = fit.room(k).min(l - done);
-            let low = window.low(free, k) + wide(fit.room(k)) - wide(m);
-            give(first, chosen, s + done, m, low);
-            window.take(low, m);
+            hand(s + done, m, k, fit.room(k));
             fit.take(k, m);
             done += m;
         }
         split += 1;
+    }
+    if short {
+        return fallback(chosen, rest, split);
     }
 
     let placed = grouper.count_runs(first, chosen)?;
@@ -300,6 +323,109 @@ impl Window<'_> {
         }
         Ok(())
     }
+}
+
+/// Run `first[s..s + l]` whole into the extent with the least room that holds it, if
+/// any (`l` becomes 0: placed).
+fn best_fit(
+    s: usize,
+    l: &mut usize,
+    fit: &mut Fit<'_>,
+    hand: &mut impl FnMut(usize, usize, usize, usize),
+) {
+    if let Some(k) = fit.best_fit(*l) {
+        hand(s, *l, k, fit.room(k));
+        fit.take(k, *l);
+        *l = 0;
+    }
+}
+
+/// Reads of a room that cost about one question to the trees (a path down and one up,
+/// cache misses at its lower end): a pass over the `x` rooms in id order that hands out
+/// pages in room order is taken where `passes * x` is at most this many reads a question
+/// it saves.
+const READS_PER_QUESTION: usize = 128;
+
+/// The runs of one page (`ones`: their starts, in order), each into the extent with the
+/// least room (lowest ids on ties), as best fit puts them: that is the extents by room,
+/// then id, each emptied from its top. Done in passes over `rooms` (one per room, 1 up)
+/// when those cost less than a question a run; returns how many runs it placed (0: the
+/// trees place them, from the front).
+fn pass_ones(
+    rooms: &mut [usize],
+    ones: &[usize],
+    hand: &mut impl FnMut(usize, usize, usize, usize),
+) -> usize {
+    // The passes needed: rooms up to `p` hold as many pages as there are runs.
+    let mut count = [0usize; 65];
+    for &r in rooms.iter() {
+        if let Some(c) = count.get_mut(r) {
+            *c += 1;
+        }
+    }
+    let mut pages = 0;
+    let Some(p) = (1..count.len()).find(|&r| {
+        pages += r * count.get(r).copied().unwrap_or(0);
+        pages >= ones.len()
+    }) else {
+        return 0;
+    };
+    if p.saturating_mul(rooms.len()) > READS_PER_QUESTION.saturating_mul(ones.len()) {
+        return 0;
+    }
+    let mut next = ones.iter();
+    let mut placed = 0;
+    for r in 1..=p {
+        for (k, room) in rooms.iter_mut().enumerate().filter(|(_, room)| **room == r) {
+            while *room > 0 {
+                let Some(&s) = next.next() else { return placed };
+                hand(s, 1, k, *room);
+                *room -= 1;
+                placed += 1;
+            }
+        }
+    }
+    placed
+}
+
+/// The runs no extent held whole (`pending`: start and length, longest first), piece by
+/// piece from the extent with the most room (lowest ids on ties), as the trees would
+/// fill them: in passes over `rooms`, one per room from the largest down (in the pass for
+/// room `r` every extent with room `r` is met in id order; a piece leaves less). Taken
+/// when the passes cost less than a question a piece (two pieces a run at least, and
+/// none longer than the most room); returns how many runs it filled (`Some(0)`: the trees fill them; `None`: the
+/// rooms ran out first, which a window as long as the request never does).
+fn pass_split<'a>(
+    rooms: &mut [usize],
+    mut pending: impl Iterator<Item = (&'a usize, &'a usize)> + Clone,
+    hand: &mut impl FnMut(usize, usize, usize, usize),
+) -> Option<usize> {
+    let (runs, pages) = pending.clone().fold((0, 0), |(r, p), (_, &l)| (r + 1, p + l));
+    let most = rooms.iter().copied().max().unwrap_or(0);
+    if runs == 0 || most == 0 {
+        return Some(0);
+    }
+    // Pieces, at least: two a run, and no piece holds more than `most` pages.
+    let pieces = (2 * runs).max(pages / most);
+    if most.saturating_mul(rooms.len()) > READS_PER_QUESTION.saturating_mul(pieces) {
+        return Some(0);
+    }
+    let (mut filled, mut current) = (0, pending.next().map(|(&s, &l)| (s, l, 0)));
+    for r in (1..=most).rev() {
+        for (k, room) in rooms.iter_mut().enumerate().filter(|(_, room)| **room == r) {
+            let Some((s, l, done)) = current.as_mut() else { return Some(filled) };
+            let m = r.min(*l - *done);
+            hand(*s + *done, m, k, r);
+            *room -= m;
+            *done += m;
+            if *done == *l {
+                filled += 1;
+                current = pending.next().map(|(&s, &l)| (s, l, 0));
+            }
+        }
+    }
+    // Every room was read: the runs are filled, unless the window was short.
+    current.is_none().then_some(filled)
 }
 
 /// `Err` naming `buffer` unless `len == needed`.

@@ -2,8 +2,8 @@
 //! the window's stretches): finding pages listed twice, the window's extents, and the runs
 //! longest first, each by one packed radix sort.
 
-use super::radix::sort_words;
-use super::sort::{Table, intro_sort, swap};
+use super::radix::{radix_sort_by, sort_words};
+use super::sort::{Table, Words, intro_sort, swap};
 use crate::error::Error;
 use crate::index::Index;
 use crate::span::Span;
@@ -153,11 +153,14 @@ impl<'a, T: Index> Ranges<'a, T> {
         Ok((x, self.at, self.len))
     }
 
-    /// Sorts the ranges longest first, ties by position: one word per range, `(longest -
-    /// len) << bits | at`, radix-sorted with `at` as the second buffer, then unpacked;
-    /// introsorted as two columns when the two do not fit one word.
+    /// Sorts the ranges longest first, ties by position (they are in position order):
+    /// one word per range, `(longest - len) << bits | at`, radix-sorted stably by its top
+    /// part alone (one pass for lengths that differ by less than 256), with `at` as the
+    /// second buffer, then unpacked; introsorted as two columns when the two do not fit
+    /// one word.
     pub(crate) fn sort_longest_first(&mut self) {
         let longest = self.len.iter().copied().max().unwrap_or(0);
+        let shortest = self.len.iter().copied().min().unwrap_or(0);
         let bits = usize::BITS - self.at.iter().copied().max().unwrap_or(0).leading_zeros();
         if usize::BITS - longest.leading_zeros() + bits > usize::BITS {
             return intro_sort(self);
@@ -170,7 +173,9 @@ impl<'a, T: Index> Ranges<'a, T> {
         for (l, &a) in self.len.iter_mut().zip(self.at.iter()) {
             *l = up(longest - *l) | a;
         }
-        sort_words(self.len, self.at);
+        if !radix_sort_by(self.len, self.at, longest - shortest, down) {
+            intro_sort(&mut Words(self.len));
+        }
         let mask = up(1).wrapping_sub(1);
         for (l, a) in self.len.iter_mut().zip(self.at.iter_mut()) {
             *a = *l & mask;
