@@ -34,7 +34,8 @@ DEFAULT_REQUESTS = 160
 QUICK_REQUESTS = 24
 #: The fixed fields of a ``stack-e2e`` line, in order; extra fields come after them.
 LINE_FIELDS = ("stack", "connector", "mode", "plugin", "requests", "bytes_checked", "bytes_bad",
-               "descriptors", "xfer_ms_p50", "xfer_ms_p99", "placed", "fallback", "errors")
+               "descriptors", "xfer_ms_p50", "xfer_ms_p99", "placed", "fallback", "errors",
+               "partial", "place_us_p50", "place_us_p99", "place_us_max")
 WAYS = ("off", "on")
 
 
@@ -178,7 +179,15 @@ class WayResult:
     placed: int = 0
     fallback: int = 0
     errors: int = 0
+    partial: int = 0
+    # The plugin's CPU time per placement call (its `place_times()`, the placing side's).
+    place_us: Dict[str, float] = field(default_factory=dict)
     extra: Dict[str, object] = field(default_factory=dict)
+
+    def placement_times(self, times: Dict[str, float]) -> None:
+        """Keeps a side's ``place_times()`` if it placed more often than one kept."""
+        if times.get("calls", 0) >= self.place_us.get("calls", 0):
+            self.place_us = dict(times)
 
 
 def percentiles(values: Sequence[float]) -> Tuple[float, float]:
@@ -203,7 +212,8 @@ def stack_line(stack: str, connector: str, mode: Optional[str], plugin: str, r: 
     fixed = dict(stack=stack, connector=connector, mode=mode, plugin=plugin, requests=r.requests,
                  bytes_checked=r.bytes_checked, bytes_bad=r.bytes_bad, descriptors=r.descriptors,
                  xfer_ms_p50=p50, xfer_ms_p99=p99, placed=r.placed, fallback=r.fallback,
-                 errors=r.errors)
+                 errors=r.errors, partial=r.partial,
+                 **{f"place_us_{q}": float(r.place_us.get(f"{q}_us", 0.0)) for q in ("p50", "p99", "max")})
     if mode is None:
         del fixed["mode"]
     extra = dict(bytes_expected=r.bytes_expected, **r.extra)

@@ -518,6 +518,7 @@ def _prefill(cfg, out) -> None:
     res.update(descriptors=counted.descriptors, engine_calls=counted.calls,
                engine_failed=counted.failed, engine_ms=counted.seconds * 1e3,
                placed=c.get("placed", 0), fallback=c.get("fallback", 0),
+               partial=c.get("partial", 0), place_times=plugin.place_times(),
                plugin_errors=c.get("errors", 0), group_calls=c.get("group_calls", 0),
                engine_extra=dict(counted.extra))
     out.send(res)
@@ -588,7 +589,8 @@ def run_way(args, connector: str, plugin: str) -> sc.WayResult:
     r.requests = min(dec["requests"], pre["requests"])
     r.bytes_checked, r.bytes_bad = dec["bytes_checked"], dec["bytes_bad"]
     r.descriptors, r.xfer_ms = pre["descriptors"], pre["xfer_ms"]
-    r.placed, r.fallback = pre["placed"], pre["fallback"]
+    r.placed, r.fallback, r.partial = pre["placed"], pre["fallback"], pre["partial"]
+    r.placement_times(pre["place_times"])
     r.errors = (dec["errors"] + pre["errors"] + dec["engine_failed"] + pre["engine_failed"]
                 + pre["plugin_errors"])
     r.extra.update(workload=args.workload, page_tokens=ps, layers=LAYERS,

@@ -490,7 +490,7 @@ def engine_main(role, blocks, side_port, dist_port, plugin, mode, conn):
             if cmd == "exit":
                 e.drain()
                 counters = e.plugin.counters()
-                conn.send(("ok", dict(counters=counters,
+                conn.send(("ok", dict(counters=counters, place_times=e.plugin.place_times(),
                                       timing=e.timing.summary() if e.timing else None)))
                 break
             if cmd == "prefill":
@@ -555,6 +555,8 @@ def run_way(args, mode: str, plugin: str) -> sc.WayResult:
         r.placed += c.get("placed", 0)
         r.fallback += c.get("fallback", 0)
         r.errors += c.get("errors", 0)
+        r.partial += c.get("partial", 0)
+        r.placement_times(side["place_times"])
     t = got["prefill" if mode == "push" else "decode"]["timing"]
     r.descriptors = t["handed"]
     r.xfer_ms = t["xfer_ms"]

@@ -106,7 +106,7 @@ def test_a_local_build_of_the_tested_sglang_is_the_tested_release(monkeypatch):
 
 
 def test_every_counter_is_there_from_the_start():
-    keys = {"group_calls", "placed", "fallback", "errors", "group_errors", "place_errors",
+    keys = {"group_calls", "placed", "partial", "fallback", "errors", "group_errors", "place_errors",
             "unsupported_version"}
     assert set(plugin.counters()) == keys
 

@@ -140,7 +140,7 @@ def test_a_local_build_of_the_tested_vllm_is_the_tested_release(monkeypatch, cap
 
 
 def test_every_documented_counter_is_there_from_the_start():
-    keys = {"placed", "fallback", "errors", "place_errors", "nixl_order_errors", "mooncake_errors",
+    keys = {"placed", "partial", "fallback", "errors", "place_errors", "nixl_order_errors", "mooncake_errors",
             "moriio_errors", "nixl_transfers", "nixl_before", "nixl_after", "mooncake_calls",
             "moriio_calls", "moriio_vllm", "unsupported_version"}
     assert set(vllm_plugin.counters()) == keys
@@ -368,7 +368,7 @@ def test_placement_is_judged_by_the_runs_the_connector_posts(monkeypatch):
     either direction, as nixl_order lists them ascending."""
     seen = []
 
-    def front(pool, tail, *, direction):
+    def front(pool, tail, *, direction, pages=None):
         seen.append(direction)
         return {"bound": 1, "placed": 1, "own": 2, "split": 0, "fallback": False}
 

@@ -4,7 +4,8 @@ the record of what was patched, the counters and the line that says the plugin i
 
 One vocabulary for both: ``enable(features=None)`` (``None``: the environment's
 variable) / ``disable()``, ``enabled()``, ``counters()`` / ``reset_counters()``,
-``FEATURES``, ``TESTED``. One behaviour for a setting that says two things or names no
+``FEATURES``, ``TESTED``, ``place_times()`` and placement's budget per call
+(``<ENV>_BUDGET_US``, ``corun._budget``). One behaviour for a setting that says two things or names no
 feature (``off,place``, a typo): a ``ValueError`` naming the variable, its value and the
 known names, raised by ``enable()`` (so at the stack's plugin loading, before it serves):
 a deployment that asked for something else must not run as if it had asked for nothing,
@@ -26,6 +27,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
+from ._budget import Budget
 from ._guard import Counters
 
 __all__ = ["Lifecycle"]
@@ -64,6 +66,8 @@ class Lifecycle:
         self.lock = threading.RLock()
         self.on: set[str] = set()
         self._patches: List[Tuple[Any, str, Any]] = []
+        # Placement's CPU budget per call, set by ``<env>_BUDGET_US`` (``_budget.py``).
+        self.budget = Budget(f"{env}_BUDGET_US")
 
     # -- which features ---------------------------------------------------------------
 

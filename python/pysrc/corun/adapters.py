@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     # How deep placement reaches: a number of pages, or a function of the request's.
     _Window = Optional[Union[int, Callable[[int], int]]]
 
-__all__ = ["default_window", "forget_mirrors", "sglang_place_batch", "sglang_place_front", "sglang_window", "vllm_place_front"]
+__all__ = ["default_window", "forget_mirrors", "head", "sglang_place_batch", "sglang_place_front", "sglang_window", "vllm_place_front"]
 
 
 def default_window(n: int) -> int:
@@ -85,6 +85,7 @@ def vllm_place_front(
     *,
     window: _Window = None,
     direction: Literal["ascending", "either"] = "either",
+    pages: Optional[int] = None,
 ) -> PlaceStats:
     """Moves to the front of ``block_pool.free_block_queue`` (vLLM's
     ``FreeKVCacheBlockQueue``) the blocks that pair with ``remote_block_ids`` run for
@@ -94,6 +95,12 @@ def vllm_place_front(
     with ``fallback`` the queue is left as it was (so too when ``remote_block_ids``
     repeats an id: nothing to pair run for run). Not enough free blocks: ``ValueError``
     (as ``get_new_blocks`` raises).
+
+    ``pages`` (default: all) places only the request's head, cut back to its last run
+    boundary within that many ids (a time budget: see ``corun._budget``); the rest of the
+    request takes the queue's own order after the placed blocks, and the whole request
+    is kept so only when it has fewer runs (in ``direction``) than with the queue's own
+    blocks; ``placed`` and ``own`` count the whole request either way.
 
     A block is moved only if vLLM's own state says it is free: its ``ref_cnt`` is 0 and
     both neighbours link to it. If any chosen block fails that (the queue was relinked
@@ -106,20 +113,31 @@ def vllm_place_front(
     n = len(first)
     if n > queue.num_free_blocks:
         raise ValueError(f"Cannot get {n} free blocks from the pool")
-    w = _window(n, queue.num_free_blocks, window)
+    k = head(first, n if pages is None else pages, direction)
+    if k == 0:
+        return _unplaced(first, _mirror(block_pool).front(n), direction)
+    w = _window(k, queue.num_free_blocks, window)
     # The queue is a linked list of Python objects; its order is read from a mirror of
     # block ids kept in step with it (see `_mirror`), and the chosen blocks are relinked
     # through it in Rust, each checked in the queue before any link changes.
     mirror = _mirror(block_pool)
-    front = mirror.front(w)
+    front = mirror.front(max(w, n))
     try:
-        chosen, _, stats = place(first, front, direction=direction)
+        chosen, rest, stats = place(first[:k], front[:w], direction=direction)
     except ValueError:
         # The mirror's ids are distinct and at least n: a repeat in the request's ids is
         # the one way placing fails here, and it is vLLM's order, not an error.
         if len(np.unique(first)) < n:
             return _unplaced(first, front[:n], direction)
         raise
+    if k < n:
+        # What get_new_blocks hands out after the move: the placed head, then the queue
+        # in its order without it.
+        own = _runs(first, front[:n], direction)
+        whole = np.concatenate([chosen, rest, front[w:]])[:n]
+        runs = _runs(first, whole, direction)
+        stats = {**stats, "own": own, "placed": min(runs, own), "bound": _runs(first, first, direction)}
+        stats["fallback"] = runs >= own
     if not stats["fallback"]:
         try:
             mirror.move_front(queue, block_pool.blocks, chosen.tolist())
@@ -127,6 +145,21 @@ def vllm_place_front(
             mirror.reread(queue)  # the queue as it is now, for the next placement
             raise
     return stats
+
+
+def head(first: npt.NDArray[np.int64], pages: int, direction: Literal["ascending", "either"]) -> int:
+    """How many of ``first``'s pages a placement of at most ``pages`` of them takes: all
+    when they fit, else up to the last run boundary (a step other than +1, or -1 too
+    ``either`` way) within ``pages``, or ``pages`` when one run is longer."""
+    n = len(first)
+    if pages >= n:
+        return n
+    if pages <= 0:
+        return 0
+    steps = np.diff(first[: pages + 1])
+    cut = steps != 1 if direction == "ascending" else np.abs(steps) != 1
+    ends = np.flatnonzero(cut)
+    return int(ends[-1]) + 1 if len(ends) else pages
 
 
 def _unplaced(
@@ -227,6 +260,7 @@ def sglang_place_batch(
     dst_pages: Sequence[Any],
     *,
     direction: Literal["ascending", "either"] = "ascending",
+    pages: Optional[int] = None,
 ) -> Optional[List[Tuple[int, int]]]:
     """Placement for a batch SGLang allocates at once (``alloc_extend`` hands request
     ``i`` the next ``len(dst_pages[i])`` pages of the free list's front, in batch
@@ -243,6 +277,11 @@ def sglang_place_batch(
     the ``N`` pages SGLang's ``alloc_extend`` would take leave the free list, the rest of
     it stays as it was, and no request is worse than SGLang alone.
 
+    ``pages`` (default: all) bounds the request pages placed (a time budget: see
+    ``corun._budget``): requests in batch order while they fit, the first that does not
+    by its head (:func:`head`; kept only with fewer runs than SGLang's own pages), the
+    rest SGLang's own pages; (b) only when the whole batch fits twice.
+
     Returns, per request, ``(own, placed)``: its runs with SGLang's pages and with the
     pages it gets now; ``None`` (nothing changed) when the free list, after merging the
     staged frees as ``alloc_extend`` would, holds fewer than ``N`` pages."""
@@ -257,12 +296,24 @@ def sglang_place_batch(
     bounds = list(zip((ends - sizes).tolist(), ends.tolist()))
     own = [front[a:b] for a, b in bounds]
     own_runs = [_runs(d, o, direction) for d, o in zip(parts, own)]
-    # (a) each request within its own pages.
-    apart = [place(d, o, direction=direction)[0] if len(d) else o for d, o in zip(parts, own)]
+    # (a) each request within its own pages, as far as `pages` goes.
+    left = total if pages is None else max(0, pages)
+    apart = []
+    for d, o in zip(parts, own):
+        k = head(d, left, direction)
+        left -= k
+        if k == len(d) and k:
+            apart.append(place(d, o, direction=direction)[0])
+        elif k:
+            # The head placed among its own first pages, the rest of its own after them.
+            mine = np.concatenate([place(d[:k], o[:k], direction=direction)[0], o[k:]])
+            apart.append(mine if _runs(d, mine, direction) < _runs(d, o, direction) else o)
+        else:
+            apart.append(o)
     apart_runs = [_runs(d, c, direction) for d, c in zip(parts, apart)]
     chosen, got = apart, apart_runs
     # (b) the batch together, where it is no worse for anyone and better in all.
-    if len(parts) > 1:
+    if len(parts) > 1 and (pages is None or pages >= 2 * total):
         together, _, stats = place(np.concatenate(parts), front, direction=direction)
         if not stats["fallback"]:
             pieces = [together[a:b] for a, b in bounds]

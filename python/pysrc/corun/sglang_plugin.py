@@ -70,6 +70,7 @@ import numpy.typing as npt
 import corun
 
 from . import adapters
+from ._budget import now_ns
 from ._guard import guarded
 from ._plugin import Lifecycle, installed_version
 
@@ -84,6 +85,7 @@ __all__ = [
     "enable",
     "enable_from_env",
     "enabled",
+    "place_times",
     "reset_counters",
 ]
 
@@ -115,7 +117,8 @@ _LIFE = Lifecycle(
     FEATURES,
     TESTED,
     lambda: installed_version("sglang"),
-    counters=("group_calls", "placed", "fallback"),
+    # placed / partial (its head, within the budget) / fallback: per request of a batch
+    counters=("group_calls", "placed", "partial", "fallback"),
     hooks=FEATURES,
 )
 _counters = _LIFE.counters
@@ -132,8 +135,16 @@ def counters() -> Dict[str, int]:
 
 
 def reset_counters() -> None:
-    """Sets every counter back to 0."""
+    """Sets every counter back to 0, and forgets the placement calls' times."""
     _counters.reset()
+    _LIFE.budget.reset()
+
+
+def place_times() -> Dict[str, float]:
+    """The placement calls' CPU times (one a batch) since start or
+    :func:`reset_counters`: ``calls``, ``p50_us``, ``p99_us``, ``max_us``. Each call is
+    bounded by ``CORUN_SGLANG_BUDGET_US`` (``corun._budget``)."""
+    return _LIFE.budget.times()
 
 
 def enabled() -> FrozenSet[str]:
@@ -152,6 +163,7 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
     wanted = _LIFE.parse(features)
     if not wanted:
         return enabled()
+    _LIFE.budget.configure()  # a bad CORUN_SGLANG_BUDGET_US: ValueError, nothing registered
     with _LIFE.lock:
         if not _LIFE.version_ok():
             return enabled()
@@ -282,9 +294,15 @@ def _register_place(hooks: Any) -> bool:
     def place_then_alloc(original: Callable[..., Any], allocator: Any, *args: Any, **kwargs: Any) -> Any:
         batch = getattr(_current, "batch", None)
         # Only SGLang's own class: a subclass (interleaved, SWA) may hand pages out its way.
-        if batch is not None and type(allocator) is cls:
-            place(allocator, batch, args, kwargs)
-        return original(allocator, *args, **kwargs)
+        if batch is None or type(allocator) is not cls:
+            return original(allocator, *args, **kwargs)
+        place(allocator, batch, args, kwargs)
+        # SGLang's own allocation of the batch: what the budget is a share of.
+        start, pages = now_ns(), getattr(_current, "pages", 0)
+        try:
+            return original(allocator, *args, **kwargs)
+        finally:
+            _LIFE.budget.stack(pages, now_ns() - start)
 
     _register(hooks, f"{_ALLOCATION}.alloc_paged_token_slots_extend", functools.wraps(
         allocation.alloc_paged_token_slots_extend)(note_batch), "AROUND", allocation, "alloc_paged_token_slots_extend")
@@ -335,20 +353,43 @@ def _place_batch(allocator: Any, batch: Any, prefix_lens_cpu: Any, seq_lens_cpu:
     """Reorders ``allocator.free_pages`` for ``batch`` (see the module docs); raises only
     before changing it, but for the merge of staged frees that SGLang's ``alloc_extend``
     makes in this same call under the same condition."""
+    start, items = now_ns(), 0
+    _current.pages = 0
+    try:
+        items = _place_within(allocator, batch, prefix_lens_cpu, seq_lens_cpu, extend_num_tokens)
+    finally:
+        _LIFE.budget.placed(items, now_ns() - start)
+
+
+def _place_within(allocator: Any, batch: Any, prefix_lens_cpu: Any, seq_lens_cpu: Any, extend_num_tokens: int) -> int:
+    """:func:`_place_batch`'s work; returns the pages it read."""
     n_reqs = len(batch.reqs)
     parts = batch_destinations(batch, prefix_lens_cpu, seq_lens_cpu, allocator.page_size)
     if parts is None or not sum(len(p) for p in parts):
         _counters.add("fallback", n_reqs)
-        return
+        return 0
+    sizes = [len(p) for p in parts]
+    total = sum(sizes)
+    _current.pages = total
+    # Each placed page is read twice (the request's, its own), the batch together twice more.
+    pages = _LIFE.budget.pages(total, lambda k: 4 * k)
+    if pages == 0:
+        _counters.add("fallback", n_reqs)  # no budget for even one page (or 0: placement off)
+        return 0
     # alloc_extend merges and sorts the staged frees when this bound exceeds the free
     # list (which would undo placement); make that merge first, as it would.
     bound = int(extend_num_tokens) // allocator.page_size + n_reqs + 1
     if bound > len(allocator.free_pages):
         allocator.merge_and_sort_free()
-    runs = adapters.sglang_place_batch(allocator, parts)
+    runs = adapters.sglang_place_batch(allocator, parts, pages=None if pages >= total else pages)
     if runs is None:
         _counters.add("fallback", n_reqs)  # a shortage: SGLang's alloc_extend returns None
-        return
-    better = sum(placed < own for own, placed in runs)
-    _counters.add("placed", better)
-    _counters.add("fallback", n_reqs - better)
+        return 4 * pages
+    # The requests placed whole lie before the budget's end; the one across it, by its head.
+    ends = np.cumsum(sizes).tolist()
+    for (own, placed), end, size in zip(runs, ends, sizes):
+        if placed >= own:
+            _counters.add("fallback")
+        else:
+            _counters.add("placed" if end <= pages or not size else "partial")
+    return 4 * pages

@@ -39,14 +39,14 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import threading
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Literal, Optional, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Tuple, Union
 
 import numpy as np
 
 from . import _corun, adapters
 from ._guard import guarded, stack_way
-from ._plugin import Lifecycle, installed_version
+from ._vllm_life import ENV, FEATURES, LIFE as _LIFE, TESTED
+from ._vllm_place import _install_place, _place, _place_safely, _posted_direction  # noqa: F401
 
 __all__ = [
     "ENV",
@@ -58,6 +58,7 @@ __all__ = [
     "enabled",
     "enabled_features",
     "nixl_order",
+    "place_times",
     "register",
     "reset_counters",
     "unregister",
@@ -65,41 +66,16 @@ __all__ = [
 
 log = logging.getLogger("corun")
 
-#: vLLM versions the plugin was tested with (``python/lab/vllm_suite.py``).
-TESTED = ("0.33.0",)
-#: The features ``CORUN_VLLM`` can name (or ``all``).
-FEATURES = ("place", "nixl_order", "mooncake", "moriio")
-#: The environment variable that names the features to turn on.
-ENV = "CORUN_VLLM"
-
-_LIFE = Lifecycle(
-    "vLLM",
-    ENV,
-    FEATURES,
-    TESTED,
-    lambda: installed_version("vllm"),
-    counters=(
-        "placed",  # allocations whose blocks placement chose
-        "fallback",  # allocations left to vLLM's own order (nothing better, or not pairable)
-        "nixl_transfers",  # NIXL transfers ordered
-        "nixl_before",  # their descriptors under NIXL's merge rule, in vLLM's order
-        "nixl_after",  # ... in corun's order
-        "mooncake_calls",  # groupings done by corun for the Mooncake connector
-        "moriio_calls",  # MoRIIO merges answered by corun
-        "moriio_vllm",  # MoRIIO merges routed to vLLM's own function (see _install_moriio)
-    ),
-    hooks=FEATURES,
-)
+# The lifecycle (features, tested versions, patches, counters, budget) lives in
+# `_vllm_life`, placement's hooks in `_vllm_place`: this module is the plugin's face.
 _COUNTERS = _LIFE.counters
-# The request whose external blocks are being allocated on this thread (set by the
-# allocate_slots hook, read where get_new_blocks is called).
-_local = threading.local()
 
 
 def counters() -> Dict[str, int]:
     """What the plugin did since start (or :func:`reset_counters`), every key present
-    from the start: ``placed`` / ``fallback`` (allocations placed by corun / left to
-    vLLM's order), ``errors`` (calls a corun hook failed and vLLM's way served; per
+    from the start: ``placed`` / ``partial`` / ``fallback`` (allocations placed by corun
+    / placed as far as the budget went, their first runs / left to vLLM's order),
+    ``errors`` (calls a corun hook failed and vLLM's way served; per
     hook: ``place_errors``, ``nixl_order_errors``, ``mooncake_errors``,
     ``moriio_errors``), ``nixl_transfers`` and ``nixl_before`` / ``nixl_after`` (their
     descriptors after NIXL's merge rule in vLLM's order / in corun's),
@@ -110,8 +86,16 @@ def counters() -> Dict[str, int]:
 
 
 def reset_counters() -> None:
-    """Sets every counter back to 0."""
+    """Sets every counter back to 0, and forgets the placement calls' times."""
     _COUNTERS.reset()
+    _LIFE.budget.reset()
+
+
+def place_times() -> Dict[str, float]:
+    """The placement calls' CPU times (the scheduler thread's) since start or
+    :func:`reset_counters`: ``calls``, ``p50_us``, ``p99_us``, ``max_us``. Each call is
+    bounded by ``CORUN_VLLM_BUDGET_US`` (``corun._budget``)."""
+    return _LIFE.budget.times()
 
 
 def enabled_features(value: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
@@ -136,6 +120,7 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
     wanted = enabled_features(features)
     if not wanted:
         return frozenset()
+    _LIFE.budget.configure()  # a bad CORUN_VLLM_BUDGET_US: ValueError, nothing patched
     with _LIFE.lock:
         if not _LIFE.version_ok():
             return frozenset()
@@ -177,108 +162,6 @@ def disable() -> None:
 #: plugin's entry point ``register``).
 register = enable
 unregister = disable
-
-
-# -- place ------------------------------------------------------------------------------
-
-
-def _remote_for(request: Any) -> Optional[Any]:
-    params = getattr(request, "kv_transfer_params", None)
-    if not params or not params.get("do_remote_prefill"):
-        return None
-    return params.get("remote_block_ids") or None
-
-
-def _remote_group(remote: Any, group_id: int) -> Optional[List[int]]:
-    """The remote ids of KV cache group ``group_id``: ``remote_block_ids`` is one list per
-    group, or (vLLM's tests, one group) a flat list."""
-    if len(remote) and isinstance(remote[0], (list, tuple, np.ndarray)):
-        return list(remote[group_id]) if group_id < len(remote) else None
-    return list(remote) if group_id == 0 else None
-
-
-def _place(block_pool: Any, remote_block_ids: Any, group_id: int, num_blocks: int) -> None:
-    """Puts the blocks that pair with the request's remote ids first in the free queue,
-    for the ``num_blocks`` that ``get_new_blocks`` is about to take."""
-    remote = _remote_group(remote_block_ids, group_id)
-    if num_blocks == 0:
-        return
-    if remote is None or num_blocks > len(remote) or num_blocks > block_pool.get_num_free_blocks():
-        # Not an allocation placement can pair (or one get_new_blocks refuses): vLLM's way.
-        _COUNTERS.add("fallback")
-        return
-    # The new blocks are the request's last ones; the connector pairs the blocks it pulls
-    # into with the remote ids' tail (a local prefix hit covers the head).
-    tail = remote[len(remote) - num_blocks :]
-    if len(set(tail)) != len(tail):
-        # A remote block twice: no one-to-one pairing to place (corun.place refuses a
-        # page twice). Not a failure of corun's: vLLM's order, a plain fallback.
-        _COUNTERS.add("fallback")
-        return
-    stats = adapters.vllm_place_front(block_pool, tail, direction=_posted_direction())
-    _COUNTERS.add("fallback" if stats["fallback"] else "placed")
-
-
-def _posted_direction() -> Literal["ascending", "either"]:
-    """The runs the connector will post for a placed request, by which placement judges
-    it (kept only when it gives fewer than vLLM's own blocks): NIXL merges neighbours
-    that ascend on both sides, and only with ``nixl_order`` on are runs that descend on
-    both sides listed ascending for it to merge; Mooncake's grouping (vLLM's or corun's
-    drop-in) ascends too."""
-    return "either" if "nixl_order" in _LIFE.on else "ascending"
-
-
-# The stack's own way for a step that only reorders the free queue: leave it as it is.
-_place_safely = guarded(_COUNTERS, "place", lambda *args: None)(_place)
-_remote_safely = guarded(_COUNTERS, "place", lambda request: None)(_remote_for)
-
-
-def _install_place() -> None:
-    from vllm.v1.core import single_type_kv_cache_manager as stm  # type: ignore[import-not-found, unused-ignore]
-    from vllm.v1.core.block_pool import BlockPool  # type: ignore[import-not-found, unused-ignore]
-    from vllm.v1.core.kv_cache_manager import KVCacheManager  # type: ignore[import-not-found, unused-ignore]
-
-    allocate_slots = KVCacheManager.__dict__["allocate_slots"]
-    allocate_external = stm.SingleTypeKVCacheManager.__dict__["allocate_external_computed_blocks"]
-    get_new_blocks = BlockPool.__dict__["get_new_blocks"]
-
-    @functools.wraps(allocate_slots)
-    def corun_allocate_slots(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        # The request is in hand only here; the managers below see its id alone.
-        remote = _remote_safely(request)
-        if remote is None:
-            return allocate_slots(self, request, *args, **kwargs)
-        outer = getattr(_local, "request", None)
-        _local.request = (request.request_id, remote)
-        try:
-            return allocate_slots(self, request, *args, **kwargs)
-        finally:
-            _local.request = outer
-
-    @functools.wraps(allocate_external)
-    def corun_allocate_external(self: Any, request_id: str, *args: Any, **kwargs: Any) -> Any:
-        pending = getattr(_local, "request", None)
-        if pending is None or pending[0] != request_id:
-            return allocate_external(self, request_id, *args, **kwargs)
-        outer = getattr(_local, "group", None)
-        _local.group = (self.block_pool, pending[1], self.kv_cache_group_id)
-        try:
-            return allocate_external(self, request_id, *args, **kwargs)
-        finally:
-            _local.group = outer
-
-    @functools.wraps(get_new_blocks)
-    def corun_get_new_blocks(self: Any, num_blocks: int) -> Any:
-        group = getattr(_local, "group", None)
-        if group is not None and group[0] is self:
-            # One allocation per group: later calls (e.g. a subclass's own) go vLLM's way.
-            _local.group = None
-            _place_safely(self, group[1], group[2], num_blocks)
-        return get_new_blocks(self, num_blocks)
-
-    _LIFE.patch(KVCacheManager, "allocate_slots", corun_allocate_slots)
-    _LIFE.patch(stm.SingleTypeKVCacheManager, "allocate_external_computed_blocks", corun_allocate_external)
-    _LIFE.patch(BlockPool, "get_new_blocks", corun_get_new_blocks)
 
 
 # -- nixl_order -------------------------------------------------------------------------

@@ -1,0 +1,152 @@
+"""The vLLM plugin's ``place`` feature: placement in NIXL pull mode, hooked where vLLM's
+decode side allocates the blocks a request will pull (``KVCacheManager.allocate_slots``
+notes the request, ``allocate_external_computed_blocks`` its KV cache group,
+``BlockPool.get_new_blocks`` places and allocates), within the budget per call
+(``corun._budget``); the queue side (the mirror of vLLM's free queue and the relinking)
+is ``corun.adapters.vllm_place_front``'s. The whole of vLLM placement on the Python side
+is these two modules; its state is the plugin's lifecycle (``_vllm_life.LIFE``: counters,
+budget) and, per queue, its mirror."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, List, Literal, Optional
+
+import numpy as np
+
+from . import adapters
+from ._budget import now_ns
+from ._guard import guarded
+from ._vllm_life import LIFE as _LIFE
+
+_COUNTERS = _LIFE.counters
+# The request whose external blocks are being allocated on this thread (set by the
+# allocate_slots hook, read where get_new_blocks is called).
+_local = threading.local()
+
+
+def _remote_for(request: Any) -> Optional[Any]:
+    params = getattr(request, "kv_transfer_params", None)
+    if not params or not params.get("do_remote_prefill"):
+        return None
+    return params.get("remote_block_ids") or None
+
+
+def _remote_group(remote: Any, group_id: int) -> Optional[List[int]]:
+    """The remote ids of KV cache group ``group_id``: ``remote_block_ids`` is one list per
+    group, or (vLLM's tests, one group) a flat list."""
+    if len(remote) and isinstance(remote[0], (list, tuple, np.ndarray)):
+        return list(remote[group_id]) if group_id < len(remote) else None
+    return list(remote) if group_id == 0 else None
+
+
+def _place(block_pool: Any, remote_block_ids: Any, group_id: int, num_blocks: int) -> None:
+    """Puts the blocks that pair with the request's remote ids first in the free queue,
+    for the ``num_blocks`` that ``get_new_blocks`` is about to take, within the budget;
+    the call's CPU time is recorded (:func:`place_times`)."""
+    if num_blocks == 0:
+        return
+    start, items = now_ns(), 0
+    try:
+        items = _place_within(block_pool, remote_block_ids, group_id, num_blocks)
+    finally:
+        _LIFE.budget.placed(items, now_ns() - start)
+
+
+def _place_within(block_pool: Any, remote_block_ids: Any, group_id: int, num_blocks: int) -> int:
+    """:func:`_place`'s work; returns the blocks it read (request and window)."""
+    remote = _remote_group(remote_block_ids, group_id)
+    free = block_pool.get_num_free_blocks()
+    if remote is None or num_blocks > len(remote) or num_blocks > free:
+        # Not an allocation placement can pair (or one get_new_blocks refuses): vLLM's way.
+        _COUNTERS.add("fallback")
+        return 0
+    # The new blocks are the request's last ones; the connector pairs the blocks it pulls
+    # into with the remote ids' tail (a local prefix hit covers the head).
+    tail = remote[len(remote) - num_blocks :]
+    if len(set(tail)) != len(tail):
+        # A remote block twice: no one-to-one pairing to place (corun.place refuses a
+        # page twice). Not a failure of corun's: vLLM's order, a plain fallback.
+        _COUNTERS.add("fallback")
+        return 0
+
+    def items(k: int) -> int:
+        # The head's blocks and its window; a partial call also reads the whole request.
+        return k + min(adapters.default_window(k), free) + (num_blocks // 8 if k < num_blocks else 0)
+
+    k = _LIFE.budget.pages(num_blocks, items)
+    if k == 0:
+        _COUNTERS.add("fallback")  # no budget for even one block (or 0: placement off)
+        return 0
+    stats = adapters.vllm_place_front(block_pool, tail, direction=_posted_direction(), pages=k)
+    _COUNTERS.add("fallback" if stats["fallback"] else "partial" if k < num_blocks else "placed")
+    return items(k)
+
+
+def _posted_direction() -> Literal["ascending", "either"]:
+    """The runs the connector will post for a placed request, by which placement judges
+    it (kept only when it gives fewer than vLLM's own blocks): NIXL merges neighbours
+    that ascend on both sides, and only with ``nixl_order`` on are runs that descend on
+    both sides listed ascending for it to merge; Mooncake's grouping (vLLM's or corun's
+    drop-in) ascends too."""
+    return "either" if "nixl_order" in _LIFE.on else "ascending"
+
+
+# The stack's own way for a step that only reorders the free queue: leave it as it is.
+_place_safely = guarded(_COUNTERS, "place", lambda *args: None)(_place)
+_remote_safely = guarded(_COUNTERS, "place", lambda request: None)(_remote_for)
+
+
+def _install_place() -> None:
+    from vllm.v1.core import single_type_kv_cache_manager as stm  # type: ignore[import-not-found, unused-ignore]
+    from vllm.v1.core.block_pool import BlockPool  # type: ignore[import-not-found, unused-ignore]
+    from vllm.v1.core.kv_cache_manager import KVCacheManager  # type: ignore[import-not-found, unused-ignore]
+
+    allocate_slots = KVCacheManager.__dict__["allocate_slots"]
+    allocate_external = stm.SingleTypeKVCacheManager.__dict__["allocate_external_computed_blocks"]
+    get_new_blocks = BlockPool.__dict__["get_new_blocks"]
+
+    @functools.wraps(allocate_slots)
+    def corun_allocate_slots(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        # The request is in hand only here; the managers below see its id alone.
+        remote = _remote_safely(request)
+        if remote is None:
+            return allocate_slots(self, request, *args, **kwargs)
+        outer = getattr(_local, "request", None)
+        _local.request = (request.request_id, remote)
+        try:
+            return allocate_slots(self, request, *args, **kwargs)
+        finally:
+            _local.request = outer
+
+    @functools.wraps(allocate_external)
+    def corun_allocate_external(self: Any, request_id: str, *args: Any, **kwargs: Any) -> Any:
+        pending = getattr(_local, "request", None)
+        if pending is None or pending[0] != request_id:
+            return allocate_external(self, request_id, *args, **kwargs)
+        outer = getattr(_local, "group", None)
+        _local.group = (self.block_pool, pending[1], self.kv_cache_group_id)
+        try:
+            return allocate_external(self, request_id, *args, **kwargs)
+        finally:
+            _local.group = outer
+
+    @functools.wraps(get_new_blocks)
+    def corun_get_new_blocks(self: Any, num_blocks: int) -> Any:
+        group = getattr(_local, "group", None)
+        if group is not None and group[0] is self:
+            # One allocation per group: later calls (e.g. a subclass's own) go vLLM's way.
+            _local.group = None
+            _place_safely(self, group[1], group[2], num_blocks)
+            # vLLM's own allocation of the request: what the budget is a share of.
+            start = now_ns()
+            try:
+                return get_new_blocks(self, num_blocks)
+            finally:
+                _LIFE.budget.stack(num_blocks, now_ns() - start)
+        return get_new_blocks(self, num_blocks)
+
+    _LIFE.patch(KVCacheManager, "allocate_slots", corun_allocate_slots)
+    _LIFE.patch(stm.SingleTypeKVCacheManager, "allocate_external_computed_blocks", corun_allocate_external)
+    _LIFE.patch(BlockPool, "get_new_blocks", corun_get_new_blocks)
