@@ -58,9 +58,10 @@
 //! `e` of them), sorted by lowest id as the runs are (`O(e)` a pass, or `O(e log e)`).
 //! In all `O((n + f) log(n + f))` in the worst case, split runs included; never a sort of
 //! pages, never a scan of the window or of the extents per run. At a million pages over
-//! a shuffled window of four million, 1.3 to 3.6 times `sort_unstable` of the window's
-//! ids, the time per page within 2.3x from 1K to 1M pages on every shape of `cargo bench
-//! --bench place_scaling`. No allocation: `scratch` holds [`place_scratch_len`]`(n, f)`
+//! a shuffled window of four million, 0.9 to 1.5 times `sort_unstable` of the window's
+//! ids (`cargo bench --bench place_scaling`,
+//! `results/intel-xeon-avx512f-2cpu/2026-12-06-9c8bcc0/place-scaling.txt`, Intel Xeon,
+//! AVX-512). No allocation: `scratch` holds [`place_scratch_len`]`(n, f)`
 //! words.
 //!
 //! ```text
