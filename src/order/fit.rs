@@ -135,22 +135,22 @@ impl<'a> Fit<'a> {
     /// Both trees from the rooms, bottom up: `O(x)`.
     fn rebuild(&mut self) {
         self.stale = false;
-        for i in (1..self.top).rev() {
-            for tree in [Tree::Fits, Tree::Held] {
-                let v = self.value(tree, 2 * i).min(self.value(tree, 2 * i + 1));
-                if let Some(slot) = self.nodes(tree).get_mut(i - 1) {
-                    *slot = v;
-                }
-            }
-        }
+        self.build(&[Tree::Fits, Tree::Held]);
     }
 
     /// Fills `held` from the rooms, bottom up: `O(x)`.
     fn build_held(&mut self) {
+        self.build(&[Tree::Held]);
+    }
+
+    /// Fills `trees` from the rooms, bottom up: `O(x)`.
+    fn build(&mut self, trees: &[Tree]) {
         for i in (1..self.top).rev() {
-            let v = self.value(Tree::Held, 2 * i).min(self.value(Tree::Held, 2 * i + 1));
-            if let Some(slot) = self.held.get_mut(i - 1) {
-                *slot = v;
+            for &tree in trees {
+                let v = self.value(tree, 2 * i).min(self.value(tree, 2 * i + 1));
+                if let Some(slot) = self.nodes(tree).get_mut(i - 1) {
+                    *slot = v;
+                }
             }
         }
     }

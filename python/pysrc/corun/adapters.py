@@ -299,7 +299,7 @@ def sglang_place_batch(
     # (a) each request within its own pages, as far as `pages` goes.
     left = total if pages is None else max(0, pages)
     apart = []
-    for d, o in zip(parts, own):
+    for d, o, o_runs in zip(parts, own, own_runs):
         k = head(d, left, direction)
         left -= k
         if k == len(d) and k:
@@ -307,7 +307,7 @@ def sglang_place_batch(
         elif k:
             # The head placed among its own first pages, the rest of its own after them.
             mine = np.concatenate([place(d[:k], o[:k], direction=direction)[0], o[k:]])
-            apart.append(mine if _runs(d, mine, direction) < _runs(d, o, direction) else o)
+            apart.append(mine if _runs(d, mine, direction) < o_runs else o)
         else:
             apart.append(o)
     apart_runs = [_runs(d, c, direction) for d, c in zip(parts, apart)]
