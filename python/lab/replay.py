@@ -56,10 +56,16 @@ The report goes to results/<machine>/<date>-<commit>/replay.txt; its last lines 
 per allocator and workload:
 ``replay allocator=<vllm|sglang> workload=<name> requests=<n> pages=<n> asc=<d>
 either=<d> orderfree=<d> gather_wrs=<n> gather_wrs_either=<n> placed=<d> bound=<d>
-hit_rate=<own>/<placed> adapter_us=<µs> saved_us=<µs>``: ``adapter_us`` is the CPU time
+hit_rate=<own>/<placed> adapter_us=<µs> saved_us=<µs> partial=<n> budget_kept=<f>
+place_us_p50=<µs> place_us_p99=<µs> place_us_max=<µs>``: ``adapter_us`` is the CPU time
 of the placement adapter per request placed (reading the free list included),
 ``saved_us`` the posting time placement saves per request at 128 buffers and 0.5 µs a
-descriptor (RDMA), against the allocator's own pages in either direction.
+descriptor (RDMA), against the allocator's own pages in either direction. The last five
+are a third replay, placement as the plugin makes it under its default budget per call
+(``corun._budget``; the setting's environment variable applies): the requests it placed
+by their head (``partial``), the share of the descriptors placement saves without a
+budget that it still saves (``budget_kept``; ``-`` when there is none to save) and its
+CPU time per call (the scheduler's view: ``time.thread_time``).
 """
 
 import argparse
@@ -69,134 +75,20 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
 import corun
 from corun import adapters
 from lab import results, upstream
+from lab.pools import SglangPool, VllmPool
 from lab.workloads import request_blocks, workloads
 MAX_SGE = 30
 # Posting costs per descriptor: Mooncake over TCP (measured here), NIXL (vLLM PR 55841's
 # figures) and an RDMA work request (cuMemcpyBatchAsync, vLLM PR 48434).
 COSTS_US = {"mooncake_tcp": 50.0, "nixl": 3.4, "rdma": 0.5}
 LAYER_BUFFERS = 128  # 64 layers x (K, V)
-
-
-# --- vLLM's real free queue ---------------------------------------------------------
-
-
-class VllmPool:
-    """One vLLM block pool: the real free queue, driven as ``BlockPool`` drives it. The
-    attributes placement's adapter uses have ``BlockPool``'s names (``blocks``,
-    ``free_block_queue``, ``enable_caching``, ``get_new_blocks``), so the adapter runs on
-    this pool as on vLLM's."""
-
-    def __init__(self, classes, blocks, caching):
-        Block, Queue = classes
-        self.blocks = [Block(block_id=i) for i in range(blocks)]
-        self.free_block_queue = Queue(self.blocks)
-        self.enable_caching = caching
-        self.cached = {}  # hash -> block (in use or in the free queue)
-        self.hits = self.lookups = 0
-
-    def free_count(self):
-        return self.free_block_queue.num_free_blocks
-
-    def get_new_blocks(self, n):
-        # block_pool.py get_new_blocks: popleft_n, evicting what it takes from the cache.
-        out = self.free_block_queue.popleft_n(n)
-        for b in out:
-            if b.block_hash is not None:
-                self.cached.pop(b.block_hash, None)
-                b.reset_hash()
-            b.ref_cnt += 1
-        return out
-
-    def touch_prefix(self, hashes):
-        """The cached prefix of a request whose full blocks have `hashes` (None: not
-        cacheable), touched: taken out of the free queue where it waits (block_pool.py
-        ``touch``)."""
-        hit = []
-        if self.enable_caching:
-            for h in hashes:
-                b = self.cached.get(h) if h is not None else None
-                if b is None:
-                    break
-                hit.append(b)
-            self.lookups += sum(h is not None for h in hashes)
-            self.hits += len(hit)
-            for b in hit:
-                if b.ref_cnt == 0:
-                    self.free_block_queue.remove(b)
-                b.ref_cnt += 1
-        return hit
-
-    def cache(self, blocks, hashes):
-        """Caches the full blocks of a request (block_pool.py ``cache_full_blocks``)."""
-        if self.enable_caching:
-            for b, h in zip(blocks, hashes):
-                if h is not None and h not in self.cached:
-                    b.set_block_hash(h)
-                    self.cached[h] = b
-
-    def allocate(self, hashes):
-        """Blocks for a request: the cached prefix touched, the rest new."""
-        hit = self.touch_prefix(hashes)
-        new = self.get_new_blocks(len(hashes) - len(hit))
-        self.cache(new, hashes[len(hit):])
-        return hit + new
-
-    def free(self, blocks):
-        # single_type_kv_cache_manager.py free: free_blocks(reversed(blocks)); block_pool.py
-        # free_blocks: hashed blocks to the tail (LRU), the others to the head (LIFO).
-        last, first = [], []
-        for b in reversed(blocks):
-            b.ref_cnt -= 1
-            if b.ref_cnt == 0:
-                (first if b.block_hash is None or not self.enable_caching else last).append(b)
-        self.free_block_queue.prepend_n(first)
-        self.free_block_queue.append_n(last)
-
-
-# --- SGLang's paged allocator, ported ------------------------------------------------
-
-
-class SglangPool:
-    """A numpy port of SGLang 0.5.23's ``PagedTokenToKVPoolAllocator`` page bookkeeping
-    (``srt/mem_cache/allocator/paged.py``), P/D mode (``need_sort=True``)."""
-
-    def __init__(self, pages, need_sort=True):
-        # clear(): free pages 1..num_pages (page 0 is the padded slot).
-        self.free_pages = np.arange(1, pages + 1, dtype=np.int64)
-        self.staged_pages = []
-        self.need_sort = need_sort
-
-    def free_count(self):
-        return len(self.free_pages) + sum(len(s) for s in self.staged_pages)
-
-    def merge_and_sort_free(self):
-        # merge_and_sort_free(): torch.sort(torch.cat((free_pages, *staged_pages)))
-        if self.staged_pages:
-            self.free_pages = np.sort(np.concatenate([self.free_pages, *self.staged_pages]))
-            self.staged_pages = []
-
-    def alloc(self, n):
-        # alloc(): merge when short, then free_pages[:num_pages].
-        if n > len(self.free_pages):
-            self.merge_and_sort_free()
-        if n > len(self.free_pages):
-            return None
-        out, self.free_pages = self.free_pages[:n], self.free_pages[n:]
-        return out
-
-    def free_page_ids(self, pages):
-        # _release_page_ids(): staged when need_sort, else torch.cat((*page_ids, free_pages)).
-        pages = np.asarray(pages, dtype=np.int64)
-        if self.need_sort:
-            self.staged_pages.append(pages)
-        else:
-            self.free_pages = np.concatenate([pages, self.free_pages])
 
 
 # --- the request stream ---------------------------------------------------------------
@@ -211,18 +103,23 @@ class Replayed:
     hit_rate: dict  # pool name -> prefix-cache hit rate (vLLM)
     placements: list  # corun.place's stats per request placed (placement on)
     adapter_s: float = 0.0  # total CPU time in the adapter, corun.place included
+    plugin: dict = None  # with a budget: the plugin's counters and place_times()
     core_s: float = 0.0  # of which in corun.place
     # (CPU time of the thread, time.thread_time: on a shared machine wall time counts
     # the time other processes ran too.)
 
 
-def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window=False):
+def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window=False, budget=False):
     """Replays `requests` requests through two pools. With `window` (not False: None for
     the adapters' default, or a number of pages) the second side to allocate places its
     pages against the first side's (``corun.adapters``): vLLM's decode side (pull mode:
-    prefill allocates first) and SGLang's prefill side (the decode side allocates first)."""
+    prefill allocates first) and SGLang's prefill side (the decode side allocates first).
+    With `budget`, placement is the plugin's own, under its CPU budget per call
+    (``corun._budget``: ``CORUN_VLLM_BUDGET_US`` / ``CORUN_SGLANG_BUDGET_US``, default
+    2000 µs, and the stack's own allocation, timed here): see :class:`Plugin`."""
     rng = np.random.default_rng(seed)
-    placing = window is not False
+    placing = window is not False or budget
+    plugin = Plugin(allocator) if budget else None
     if allocator == "vllm":
         classes = upstream.vllm_queue_classes()
         # Both sides cache prefixes (vLLM's default); the decode side's own hits are not
@@ -279,9 +176,12 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
             p = pre.allocate(hashes)
             hit = dec.touch_prefix(hashes)
             remote = np.array([b.block_id for b in p[len(hit):]], dtype=np.int32)
-            if placing and len(remote):
-                place(adapters.vllm_place_front, dec, remote)
-            new = dec.get_new_blocks(len(remote))
+            if plugin is not None:
+                new = plugin.vllm(dec, remote)
+            else:
+                if placing and len(remote):
+                    place(adapters.vllm_place_front, dec, remote)
+                new = dec.get_new_blocks(len(remote))
             dec.cache(new, hashes[len(hit):])
             d = hit + new
             src, dst = remote, np.array([b.block_id for b in new], dtype=np.int32)
@@ -290,9 +190,12 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
             d = dec.alloc(n)
             if d is None:
                 continue
-            if placing and pre.free_count() >= n:
-                place(adapters.sglang_place_front, pre, d)
-            p = pre.alloc(n)
+            if plugin is not None:
+                p = plugin.sglang(pre, d)
+            else:
+                if placing and pre.free_count() >= n:
+                    place(adapters.sglang_place_front, pre, d)
+                p = pre.alloc(n)
             if p is None:
                 dec.free_page_ids(d)
                 continue
@@ -307,6 +210,8 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
                     live[i][1].extend(list(more))
     adapters.place = corun.place
     out.core_s = core[0]
+    if plugin is not None:
+        out.plugin = plugin.report()
     if allocator == "vllm":
         # The adapter's mirror is told of the changes vLLM's own queue calls make but
         # pops: that upkeep (the wrapper, the catch-up with the pops, the update; per
@@ -315,6 +220,61 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
         out.adapter_s += mirror.told * upkeep_s(classes) if mirror is not None else 0.0
         out.hit_rate = {name: pool.hits / max(pool.lookups, 1) for name, pool in (("prefill", pre), ("decode", dec))}
     return out
+
+
+class Plugin:
+    """Placement as the plugin does it, under its budget per call: its own hook bodies
+    (``corun._vllm_place._place``, ``corun.sglang_plugin._place_batch``), the stack's own
+    allocation timed as the hooks time it, the plugin's counters and ``place_times()``.
+    The hooks' patches are not installed (the pools here are the replay's): each call
+    goes to the body the patch would call. Run in a process of its own (the plugin's
+    state is per process: see ``workload_report``)."""
+
+    def __init__(self, allocator):
+        if allocator == "vllm":
+            from corun import _vllm_place
+            from corun._vllm_life import LIFE
+
+            # The features a NIXL deployment with placement turns on (placement then
+            # judges either-direction runs, as the replay counts them).
+            LIFE.on.update({"place", "nixl_order"})
+            self.body = _vllm_place._place
+        else:
+            from corun import sglang_plugin
+
+            LIFE = sglang_plugin._LIFE
+            LIFE.on.add("place")
+            self.body = sglang_plugin._place_batch
+        self.life = LIFE
+        LIFE.budget.configure()
+        LIFE.counters.reset()
+        LIFE.budget.reset()
+
+    def _stack(self, alloc, n):
+        start = time.thread_time_ns()
+        try:
+            return alloc(n)
+        finally:
+            self.life.budget.stack(n, time.thread_time_ns() - start)
+
+    def vllm(self, pool, remote):
+        """The decode side's new blocks for `remote` (get_new_blocks, hooked)."""
+        if len(remote):
+            self.body(pool, remote, 0, len(remote))
+        return self._stack(pool.get_new_blocks, len(remote))
+
+    def sglang(self, pool, dst):
+        """The prefill side's pages for a batch of one request with decode pages `dst`
+        (alloc_extend, hooked): the batch as the hook reads it (``batch_destinations``)."""
+        n = len(dst)
+        info = SimpleNamespace(dst_kv_indices=dst, is_dummy=False)
+        req = SimpleNamespace(bootstrap_room=0, disagg_decode_prefix_len=0,
+                              disagg_kv_sender=SimpleNamespace(kv_mgr=SimpleNamespace(transfer_infos={0: {0: info}})))
+        self.body(pool, SimpleNamespace(reqs=[req]), [0], [n], n)
+        return self._stack(pool.alloc, n)
+
+    def report(self):
+        return {**self.life.counters.snapshot(), **self.life.budget.times(), "budget_us": self.life.budget.us}
 
 
 @functools.lru_cache(maxsize=None)
@@ -404,7 +364,7 @@ def table(lists, ways, out):
     return totals
 
 
-def report(allocator, w, own, placed, window, out):
+def report(allocator, w, own, placed, budgeted, window, out):
     """The ways on the allocator's own lists, then placement's lists beside the bound.
     Returns the `replay` line."""
     lists = own.lists
@@ -451,6 +411,16 @@ def report(allocator, w, own, placed, window, out):
         f"corun.place; posting time saved per request at 0.5 µs per descriptor: "
         f"{saved_us:.1f} µs per buffer, {saved_us * LAYER_BUFFERS / 1000:.2f} ms for "
         f"{LAYER_BUFFERS} buffers ({cost}).")
+    # Under the plugin's budget per call: how much of placement's saving it keeps.
+    b = budgeted.plugin
+    kept_runs = totals["either"] - sum(WAYS["either"](s, d) for s, d in budgeted.lists)
+    saved_runs = totals["either"] - p
+    kept = f"{kept_runs / saved_runs:.3f}" if saved_runs > 0 else "-"
+    out(f"\nUnder the plugin's budget per call (``corun._budget``, {b['budget_us']} µs or a quarter of "
+        f"the allocator's own allocation, timed here): {b['placed']} requests placed, {b['partial']} by "
+        f"their head, {b['fallback']} left to the allocator; {kept_runs} of the {saved_runs} descriptors "
+        f"placement saves without a budget kept ({kept}); CPU per call p50 {b['p50_us']:.0f} µs, "
+        f"p99 {b['p99_us']:.0f} µs, max {b['max_us']:.0f} µs over {b['calls']} calls.")
     if allocator == "vllm":
         hit = f"{own.hit_rate['decode']:.3f}/{placed.hit_rate['decode']:.3f}"
     else:
@@ -458,19 +428,23 @@ def report(allocator, w, own, placed, window, out):
     return (f"replay allocator={allocator} workload={w.name} requests={len(lists)} pages={pages} "
             + " ".join(f"{k}={v}" for k, v in totals.items())
             + f" placed={p} bound={bound} hit_rate={hit}"
-            + f" adapter_us={adapter_us:.1f} saved_us={saved_us * LAYER_BUFFERS:.1f}")
+            + f" adapter_us={adapter_us:.1f} saved_us={saved_us * LAYER_BUFFERS:.1f}"
+            + f" partial={b['partial']} budget_kept={kept} place_us_p50={b['p50_us']:.0f}"
+            + f" place_us_p99={b['p99_us']:.0f} place_us_max={b['max_us']:.0f}")
 
 
 FORK = multiprocessing.get_context("fork")
 
 
 def workload_report(allocator, w, requests, prefill_blocks, decode_blocks, window):
-    """One workload replayed without and with placement: its report's text and its
-    ``replay`` line."""
+    """One workload replayed without placement, with it, and with the plugin's placement
+    under its budget per call (the default window): its report's text and its ``replay``
+    line."""
     text = []
     own = replay(allocator, w, requests, prefill_blocks, decode_blocks)
     placed = replay(allocator, w, requests, prefill_blocks, decode_blocks, window=window)
-    line = report(allocator, w, own, placed, window, lambda *a: text.append(" ".join(map(str, a))))
+    budgeted = replay(allocator, w, requests, prefill_blocks, decode_blocks, budget=True)
+    line = report(allocator, w, own, placed, budgeted, window, lambda *a: text.append(" ".join(map(str, a))))
     return "\n".join(text), line
 
 

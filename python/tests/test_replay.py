@@ -13,7 +13,8 @@ LINE = re.compile(
     r"^replay allocator=(vllm|sglang) workload=(\S+) requests=(\d+) pages=(\d+) asc=(\d+) "
     r"either=(\d+) orderfree=(\d+) gather_wrs=(\d+) gather_wrs_either=(\d+) "
     r"placed=(\d+) bound=(\d+) hit_rate=(\d\.\d+/\d\.\d+|-/-) "
-    r"adapter_us=(\d+\.\d) saved_us=(-?\d+\.\d)$"
+    r"adapter_us=(\d+\.\d) saved_us=(-?\d+\.\d) partial=(\d+) budget_kept=(\d\.\d{3}|-) "
+    r"place_us_p50=(\d+) place_us_p99=(\d+) place_us_max=(\d+)$"
 )
 
 
@@ -101,6 +102,12 @@ def test_quick_replay_report(capsys):
             assert with_ >= without - 0.01  # at most 1 point of hit rate
         else:
             assert m.group(12) == "-/-"
+        # The plugin's placement under its budget: its call times' order (their values
+        # are the lab's to report, not a test's), and most of what placement saves kept.
+        kept, p50, p99, top = m.group(16), *map(int, m.groups()[16:19])
+        assert p50 <= p99 <= top
+        if kept != "-":
+            assert float(kept) >= 0.9, line
     vllm_g0 = LINE.match(lines[0]).groups()
     assert vllm_g0[0] == "vllm" and vllm_g0[1].endswith("-g0")
     # Gather lists over either-direction destination runs: at least 3x fewer requests.
