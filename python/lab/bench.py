@@ -17,6 +17,9 @@ blocks as page ids).
                                           # it (say SSE2 and target-cpu=native) run in turn
     python python/bench.py --scaling      # placement scaling alone (python-place-scaling.txt)
     python python/bench.py --scaling --max-pages 65536   # ... to 64K pages
+    python python/bench.py --budget       # placement under the plugins' budget per call,
+                                          # through the stacks' real allocators, 1 to 1M
+                                          # pages (python-place-budget.txt)
 
 Needs SGLang 0.5.23 (every row but the order-free one) and vLLM 0.33.0 (the order-free
 row: without it that row is skipped, saying so), both ``--no-deps``, as
@@ -41,7 +44,7 @@ import sys
 import numpy as np
 
 import corun
-from lab import place_scaling, results, sglang_ref, upstream
+from lab import place_budget, place_scaling, results, sglang_ref, upstream
 from lab.timing import median_seconds
 
 LAYERS = 2 * 64  # layer buffers: 64 layers x (K, V)
@@ -179,14 +182,24 @@ def main(argv=None):
     ap.add_argument("--corun-only", action="store_true", help="corun's calls alone (no SGLang)")
     ap.add_argument("--scaling", action="store_true", help="only the placement scaling section "
                     "(no SGLang or vLLM needed; results/.../python-place-scaling.txt)")
+    ap.add_argument("--budget", action="store_true", help="only placement under the plugins' "
+                    "default budget, through vLLM's BlockPool and SGLang's allocator "
+                    "(results/.../python-place-budget.txt)")
     ap.add_argument("--max-pages", type=int, default=None, metavar="N",
-                    help="largest request in the scaling section (default 1,048,576; --quick 4,096)")
+                    help="largest request in the scaling and budget sections (default 1,048,576; --quick 4,096)")
     args = ap.parse_args(argv)
     quick = args.quick
     max_pages = args.max_pages or (4096 if quick else place_scaling.SIZES[-1])
     scaling_rounds = (3, 0.005) if quick else (5, 0.05)
     if args.corun_only:
         return corun_only(11, 0.05)
+    if args.budget:
+        upstream.require("bench.py --budget", ["vllm", "sglang"])
+        if not quick:
+            results.tee("python-place-budget.txt")
+        print(f"corun {corun.__version__}, Python {platform.python_version()}, {platform.machine()}")
+        place_budget.run_section(max_pages)
+        return
     if args.scaling:
         if not quick:
             results.tee("python-place-scaling.txt")

@@ -75,13 +75,13 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import numpy as np
 
 import corun
 from corun import adapters
 from lab import results, upstream
+from lab.hooked import Plugin
 from lab.pools import SglangPool, VllmPool
 from lab.workloads import request_blocks, workloads
 MAX_SGE = 30
@@ -127,6 +127,8 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
         pre, dec = VllmPool(classes, prefill_blocks, True), VllmPool(classes, decode_blocks, True)
     else:
         pre, dec = SglangPool(prefill_blocks), SglangPool(decode_blocks)
+    if plugin is not None:
+        plugin.prepare(dec if allocator == "vllm" else pre)
     out = Replayed([], {}, [])
     core = [0.0]
 
@@ -177,7 +179,7 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
             hit = dec.touch_prefix(hashes)
             remote = np.array([b.block_id for b in p[len(hit):]], dtype=np.int32)
             if plugin is not None:
-                new = plugin.vllm(dec, remote)
+                new = plugin.vllm(dec, remote.tolist())  # Python ints, as vLLM's JSON gives them
             else:
                 if placing and len(remote):
                     place(adapters.vllm_place_front, dec, remote)
@@ -220,61 +222,6 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
         out.adapter_s += mirror.told * upkeep_s(classes) if mirror is not None else 0.0
         out.hit_rate = {name: pool.hits / max(pool.lookups, 1) for name, pool in (("prefill", pre), ("decode", dec))}
     return out
-
-
-class Plugin:
-    """Placement as the plugin does it, under its budget per call: its own hook bodies
-    (``corun._vllm_place._place``, ``corun.sglang_plugin._place_batch``), the stack's own
-    allocation timed as the hooks time it, the plugin's counters and ``place_times()``.
-    The hooks' patches are not installed (the pools here are the replay's): each call
-    goes to the body the patch would call. Run in a process of its own (the plugin's
-    state is per process: see ``workload_report``)."""
-
-    def __init__(self, allocator):
-        if allocator == "vllm":
-            from corun import _vllm_place
-            from corun._vllm_life import LIFE
-
-            # The features a NIXL deployment with placement turns on (placement then
-            # judges either-direction runs, as the replay counts them).
-            LIFE.on.update({"place", "nixl_order"})
-            self.body = _vllm_place._place
-        else:
-            from corun import sglang_plugin
-
-            LIFE = sglang_plugin._LIFE
-            LIFE.on.add("place")
-            self.body = sglang_plugin._place_batch
-        self.life = LIFE
-        LIFE.budget.configure()
-        LIFE.counters.reset()
-        LIFE.budget.reset()
-
-    def _stack(self, alloc, n):
-        start = time.thread_time_ns()
-        try:
-            return alloc(n)
-        finally:
-            self.life.budget.stack(n, time.thread_time_ns() - start)
-
-    def vllm(self, pool, remote):
-        """The decode side's new blocks for `remote` (get_new_blocks, hooked)."""
-        if len(remote):
-            self.body(pool, remote, 0, len(remote))
-        return self._stack(pool.get_new_blocks, len(remote))
-
-    def sglang(self, pool, dst):
-        """The prefill side's pages for a batch of one request with decode pages `dst`
-        (alloc_extend, hooked): the batch as the hook reads it (``batch_destinations``)."""
-        n = len(dst)
-        info = SimpleNamespace(dst_kv_indices=dst, is_dummy=False)
-        req = SimpleNamespace(bootstrap_room=0, disagg_decode_prefix_len=0,
-                              disagg_kv_sender=SimpleNamespace(kv_mgr=SimpleNamespace(transfer_infos={0: {0: info}})))
-        self.body(pool, SimpleNamespace(reqs=[req]), [0], [n], n)
-        return self._stack(pool.alloc, n)
-
-    def report(self):
-        return {**self.life.counters.snapshot(), **self.life.budget.times(), "budget_us": self.life.budget.us}
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,18 +11,27 @@ A call for a request of ``n`` pages may take the larger of that setting and a qu
 the stack's own allocation of ``n`` pages (vLLM's ``get_new_blocks``, SGLang's
 ``alloc_extend``), at the lowest cost per page this process has measured for the
 stack's own call (none before its first). Before each call the plugin estimates the
-call's CPU time from the highest cost per item (a page of the request or of the window
-placement reads) its calls have shown, doubled for a call larger than any before, and
-places the longest head of the request that fits: all of it (counted ``placed``), its
+call's CPU time (:meth:`Budget.estimate_ns`) from what its calls of that size have cost
+per item (a page of the request or of the window placement reads; sizes in powers of
+two, the costliest of the recent calls of a size), a size not yet seen priced from the
+largest size below it, 1.25x a doubling (caches miss more as a call grows: measured
+here, 390-480 ns a request page from 1K to 64K pages through vLLM's queue), and aims at
+90% of the budget; it places the longest head of the request that fits: all of it (counted ``placed``), its
 first runs (``partial``: the rest of the request takes the stack's own order, and the
 request is kept placed only with fewer runs than the stack's own pages), or none
 (``fallback``). Every call's CPU time (``time.thread_time_ns``, the scheduler thread's
-own) is kept: :meth:`Budget.times` gives its p50, p99 and maximum.
+own) is kept: :meth:`Budget.times` gives its p50, p99 and maximum. Python's cyclic
+collector is held off during a call (:meth:`Budget.run`): a collection walks every
+object of the process (the stack's millions of blocks: 30 ms measured here), a cost of
+the process that would otherwise fall in whichever call allocated last; it runs at the
+stack's next allocation instead, as it would without the plugin.
 """
 
 from __future__ import annotations
 
 import collections
+import gc
+import math
 import os
 import threading
 import time
@@ -36,12 +45,16 @@ DEFAULT_US = 2000
 # The share of the stack's own allocation of the same request that a call may take.
 SHARE = 0.25
 # The first estimates, before any call was measured: high, so that the first calls stay
-# in budget (measured here: 30-60 ns an item for vLLM's queue, 15-40 for SGLang's list,
-# and 20-60 us a call).
+# in budget (measured here: 80-100 ns an item through vLLM's queue, 15-40 for SGLang's
+# list, and 20-60 us a call).
 _FIRST_ITEM_NS = 400.0
 _FIRST_CALL_NS = 100_000.0
 # Calls of fewer items than this tell the cost of a call, larger ones that of an item.
 _SMALL = 512
+# A size not yet seen: this much more per item for each doubling past the largest seen.
+_GROWTH = 1.25
+# The share of the budget an estimate aims at (the rest: the noise of a shared machine).
+_AIM = 0.9
 # Call times kept for the percentiles.
 _KEEP = 100_000
 
@@ -55,9 +68,10 @@ class Budget:
         self.us = DEFAULT_US
         self._lock = threading.Lock()
         self._times: Deque[int] = collections.deque(maxlen=_KEEP)
-        self._item_ns = _FIRST_ITEM_NS
         self._call_ns = _FIRST_CALL_NS
-        self._seen = 0  # the most items a measured call read
+        # Cost per item by size class (items.bit_length()): the costliest recent call.
+        self._item_ns: Dict[int, float] = {}
+        self._most = 0  # the most items a measured call read
         self._stack_ns: Optional[float] = None  # the stack's own allocation, per page
 
     def configure(self, environ: Optional[Mapping[str, str]] = None) -> int:
@@ -87,10 +101,25 @@ class Budget:
         stack = SHARE * self._stack_ns * n if self._stack_ns is not None else 0.0
         return max(self.us * 1000.0, stack)
 
+    def item_ns(self, items: int) -> float:
+        """The cost per item of a call that reads ``items`` (see the module docs)."""
+        size = items.bit_length()
+        rate = self._item_ns.get(size)
+        if rate is not None:
+            return rate
+        below = [s for s in self._item_ns if s < size]
+        if not below:
+            # Smaller than any call seen: as the nearest size above (none: the first guess).
+            above = [s for s in self._item_ns if s > size]
+            return self._item_ns[min(above)] if above else _FIRST_ITEM_NS
+        # Past the largest call seen, by the doublings past it (not by size class: a
+        # call just past a class's edge costs as one just below it).
+        grow = max(0.0, math.log2(items / self._most)) if self._most else 0.0
+        return max(self._item_ns[s] for s in below) * _GROWTH**grow
+
     def estimate_ns(self, items: int) -> float:
         """A call's CPU time, estimated high, for ``items`` pages read."""
-        grow = 1.0 if items <= self._seen else 2.0
-        return self._call_ns + self._item_ns * items * grow
+        return self._call_ns + self.item_ns(items) * items
 
     def pages(self, n: int, items: Callable[[int], int]) -> int:
         """How many of a request's first ``n`` pages a call may place, ``items(k)`` being
@@ -98,24 +127,41 @@ class Budget:
         limit = self.limit_ns(n)
         if n <= 0 or limit <= 0:
             return 0
-        if self.estimate_ns(items(n)) <= limit:
+        aim = _AIM * limit
+        if self.estimate_ns(items(n)) <= aim:
             return n
         lo, hi = 0, n  # est(lo) fits (or lo == 0), est(hi) does not
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if self.estimate_ns(items(mid)) <= limit else (lo, mid)
+            lo, hi = (mid, hi) if self.estimate_ns(items(mid)) <= aim else (lo, mid)
         return lo
+
+    def run(self, work: Callable[[], int]) -> None:
+        """One placement call: ``work()`` returns the items it read; its CPU time is
+        recorded (:meth:`placed`), the cyclic collector held off while it runs."""
+        collecting = gc.isenabled()
+        gc.disable()
+        start, items = now_ns(), 0
+        try:
+            items = work()
+        finally:
+            self.placed(items, now_ns() - start)
+            if collecting:
+                gc.enable()
 
     def placed(self, items: int, ns: int) -> None:
         """Records a placement call that read ``items`` pages and took ``ns`` of CPU."""
         with self._lock:
             self._times.append(ns)
             if items < _SMALL:
-                self._call_ns = max(float(ns), 0.9 * self._call_ns + 0.1 * ns)
+                # The typical call's fixed cost (a slow one moves it a tenth of the way).
+                self._call_ns = 0.9 * self._call_ns + 0.1 * ns
             else:
                 rate = max(0.0, ns - self._call_ns) / items
-                self._item_ns = max(rate, 0.9 * self._item_ns + 0.1 * rate)
-                self._seen = max(self._seen, items)
+                size = items.bit_length()
+                old = self._item_ns.get(size)
+                self._item_ns[size] = rate if old is None else max(rate, 0.9 * old + 0.1 * rate)
+                self._most = max(self._most, items)
 
     def stack(self, n: int, ns: int) -> None:
         """Records the stack's own allocation of ``n`` pages taking ``ns`` of CPU (the

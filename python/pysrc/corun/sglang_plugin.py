@@ -353,12 +353,8 @@ def _place_batch(allocator: Any, batch: Any, prefix_lens_cpu: Any, seq_lens_cpu:
     """Reorders ``allocator.free_pages`` for ``batch`` (see the module docs); raises only
     before changing it, but for the merge of staged frees that SGLang's ``alloc_extend``
     makes in this same call under the same condition."""
-    start, items = now_ns(), 0
     _current.pages = 0
-    try:
-        items = _place_within(allocator, batch, prefix_lens_cpu, seq_lens_cpu, extend_num_tokens)
-    finally:
-        _LIFE.budget.placed(items, now_ns() - start)
+    _LIFE.budget.run(lambda: _place_within(allocator, batch, prefix_lens_cpu, seq_lens_cpu, extend_num_tokens))
 
 
 def _place_within(allocator: Any, batch: Any, prefix_lens_cpu: Any, seq_lens_cpu: Any, extend_num_tokens: int) -> int:
