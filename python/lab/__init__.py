@@ -12,9 +12,14 @@ a package (pytest's ``pythonpath`` in ``pyproject.toml``).
 - ``workloads``: the request streams and the page lists every measurement runs on.
 - ``results``: where reports are written (``results/<machine>/<date>-<commit>/``).
 - ``timing``: the timers and summaries the measurements share.
+- ``pools``: vLLM's real free queue driven as ``BlockPool`` drives it, and a numpy port of
+  SGLang's paged allocator (the replays' pools).
+- ``hooked``: the plugins' hook bodies called as their patches call them, on the lab's
+  pools (the plugin's counters, budget and ``place_times()`` as a serving process has them).
 - ``nixl_exit``: the one way out of a process that made NIXL agents.
-- ``bench``, ``place_scaling``, ``replay``, ``e2e``, ``vllm_suite``: the measurements
-  (``python python/<name>.py --help``; ``place_scaling`` is ``bench.py --scaling``).
+- ``bench``, ``place_scaling``, ``place_budget``, ``replay``, ``e2e``, ``vllm_suite``: the
+  measurements (``python python/<name>.py --help``; ``place_scaling`` is ``bench.py
+  --scaling``, ``place_budget`` is ``bench.py --budget``).
 - ``stack_common``, ``stack_vllm``, ``stack_sglang``: real bytes through the stacks' own
   connectors (``python python/stack_e2e.py --stack vllm|sglang``), on the shared options,
   request stream, alternation and line of ``stack_common``.

@@ -1,6 +1,7 @@
 """Placement's CPU per call under the plugins' default budget (issue 44), through the
-stacks' real allocators: vLLM 0.33's ``BlockPool`` (its free queue fragmented: every
-block taken, then freed in a shuffled order) and SGLang 0.5.23's
+stacks' real allocators: vLLM 0.33's ``BlockPool`` of ``5n + 65`` blocks for a request
+of ``n`` (the request and the plugin's window; its free queue fragmented: every block
+taken, then freed in a shuffled order) and SGLang 0.5.23's
 ``PagedTokenToKVPoolAllocator`` on the CPU (16-token pages, ``need_sort`` as in P/D
 mode, fragmented by requests of 1-64 pages of which a random half were freed; four
 times the largest request), for
@@ -108,14 +109,17 @@ def sweep(stack, sizes, rng):
     most = max(sizes)
     plugin = Plugin(stack)
     if stack == "vllm":
-        pool = vllm_pool(2 * most + 65, rng)
-        plugin.prepare(pool)
         direction = "either"  # the plugin's, with nixl_order on (lab.hooked.Plugin)
     else:
         pool = sglang_pool(4 * most + 64, rng)  # half of it held
         direction = "ascending"  # SGLang's backends group ascending runs
     got = []
     for n in sizes:
+        if stack == "vllm":
+            # A pool of the request and its window (4n + 64) per size: the window then
+            # holds runs to place (from a far larger shuffled pool it holds almost none).
+            pool = vllm_pool(5 * n + 65, rng)
+            plugin.prepare(pool)
         for call in range(CALLS):
             first = first_side(n, offset=int(rng.integers(0, 1000)))
             own = vllm_front(pool, n) if stack == "vllm" else sglang_front(pool, n)

@@ -107,6 +107,12 @@ class SglangPool:
             self.free_pages = np.sort(np.concatenate([self.free_pages, *self.staged_pages]))
             self.staged_pages = []
 
+    def front(self, n):
+        """The pages ``alloc(n)`` would hand out now (changing nothing)."""
+        if n > len(self.free_pages) and self.staged_pages:
+            return np.sort(np.concatenate([self.free_pages, *self.staged_pages]))[:n]
+        return self.free_pages[:n]
+
     def alloc(self, n):
         # alloc(): merge when short, then free_pages[:num_pages].
         if n > len(self.free_pages):

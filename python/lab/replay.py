@@ -57,15 +57,17 @@ per allocator and workload:
 ``replay allocator=<vllm|sglang> workload=<name> requests=<n> pages=<n> asc=<d>
 either=<d> orderfree=<d> gather_wrs=<n> gather_wrs_either=<n> placed=<d> bound=<d>
 hit_rate=<own>/<placed> adapter_us=<µs> saved_us=<µs> partial=<n> budget_kept=<f>
-place_us_p50=<µs> place_us_p99=<µs> place_us_max=<µs>``: ``adapter_us`` is the CPU time
+place_us_p50=<µs> place_us_p99=<µs> place_us_max=<µs> over_budget=<n>``: ``adapter_us`` is the CPU time
 of the placement adapter per request placed (reading the free list included),
 ``saved_us`` the posting time placement saves per request at 128 buffers and 0.5 µs a
-descriptor (RDMA), against the allocator's own pages in either direction. The last five
+descriptor (RDMA), against the allocator's own pages in either direction. The last six
 are a third replay, placement as the plugin makes it under its default budget per call
 (``corun._budget``; the setting's environment variable applies): the requests it placed
 by their head (``partial``), the share of the descriptors placement saves without a
-budget that it still saves (``budget_kept``; ``-`` when there is none to save) and its
-CPU time per call (the scheduler's view: ``time.thread_time``).
+budget that it still saves (``budget_kept``: each replay's saving counted request by
+request against its own allocator's pages; ``-`` when there is none to save), its CPU
+time per call (the scheduler's view: ``time.thread_time``) and the calls that took longer
+than their limit (``over_budget``).
 """
 
 import argparse
@@ -104,6 +106,8 @@ class Replayed:
     placements: list  # corun.place's stats per request placed (placement on)
     adapter_s: float = 0.0  # total CPU time in the adapter, corun.place included
     plugin: dict = None  # with a budget: the plugin's counters and place_times()
+    own_runs: int = 0  # with a budget: the requests' runs with the allocator's own pages
+    got_runs: int = 0  # ... and with the pages the plugin's placement gave them
     core_s: float = 0.0  # of which in corun.place
     # (CPU time of the thread, time.thread_time: on a shared machine wall time counts
     # the time other processes ran too.)
@@ -139,6 +143,13 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
         return r
 
     adapters.place = timed_place  # to split the adapter's time from the core's
+
+    def runs_of(first, own, got, direction):
+        # A request's runs with the allocator's own pages and with the plugin's, in the
+        # direction the plugin judges by.
+        first = np.asarray(first, np.int64)
+        out.own_runs += corun.count_runs(first, np.asarray(own, np.int64), direction=direction)
+        out.got_runs += corun.count_runs(first, np.asarray(got, np.int64), direction=direction)
 
     def place(f, *args):
         t = time.thread_time()
@@ -179,7 +190,9 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
             hit = dec.touch_prefix(hashes)
             remote = np.array([b.block_id for b in p[len(hit):]], dtype=np.int32)
             if plugin is not None:
+                own = adapters._mirror(dec).front(len(remote))  # what get_new_blocks would take
                 new = plugin.vllm(dec, remote.tolist())  # Python ints, as vLLM's JSON gives them
+                runs_of(remote, own, [b.block_id for b in new], "either")
             else:
                 if placing and len(remote):
                     place(adapters.vllm_place_front, dec, remote)
@@ -193,7 +206,10 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
             if d is None:
                 continue
             if plugin is not None:
+                own = pre.front(n)
                 p = plugin.sglang(pre, d)
+                if p is not None:
+                    runs_of(d, own, p, "ascending")
             else:
                 if placing and pre.free_count() >= n:
                     place(adapters.sglang_place_front, pre, d)
@@ -358,16 +374,18 @@ def report(allocator, w, own, placed, budgeted, window, out):
         f"corun.place; posting time saved per request at 0.5 µs per descriptor: "
         f"{saved_us:.1f} µs per buffer, {saved_us * LAYER_BUFFERS / 1000:.2f} ms for "
         f"{LAYER_BUFFERS} buffers ({cost}).")
-    # Under the plugin's budget per call: how much of placement's saving it keeps.
+    # Under the plugin's budget per call: how much of placement's saving it keeps, each
+    # pass's saving counted against its own allocator's pages request by request (the
+    # passes' lists part once placement changes which pages are free).
     b = budgeted.plugin
-    kept_runs = totals["either"] - sum(WAYS["either"](s, d) for s, d in budgeted.lists)
-    saved_runs = totals["either"] - p
+    kept_runs = budgeted.own_runs - budgeted.got_runs
+    saved_runs = sum(st["own"] - st["placed"] for st in placed.placements)
     kept = f"{kept_runs / saved_runs:.3f}" if saved_runs > 0 else "-"
     out(f"\nUnder the plugin's budget per call (``corun._budget``, {b['budget_us']} µs or a quarter of "
         f"the allocator's own allocation, timed here): {b['placed']} requests placed, {b['partial']} by "
         f"their head, {b['fallback']} left to the allocator; {kept_runs} of the {saved_runs} descriptors "
         f"placement saves without a budget kept ({kept}); CPU per call p50 {b['p50_us']:.0f} µs, "
-        f"p99 {b['p99_us']:.0f} µs, max {b['max_us']:.0f} µs over {b['calls']} calls.")
+        f"p99 {b['p99_us']:.0f} µs, max {b['max_us']:.0f} µs over {b['calls']} calls, {b['over']} past their limit.")
     if allocator == "vllm":
         hit = f"{own.hit_rate['decode']:.3f}/{placed.hit_rate['decode']:.3f}"
     else:
@@ -377,7 +395,7 @@ def report(allocator, w, own, placed, budgeted, window, out):
             + f" placed={p} bound={bound} hit_rate={hit}"
             + f" adapter_us={adapter_us:.1f} saved_us={saved_us * LAYER_BUFFERS:.1f}"
             + f" partial={b['partial']} budget_kept={kept} place_us_p50={b['p50_us']:.0f}"
-            + f" place_us_p99={b['p99_us']:.0f} place_us_max={b['max_us']:.0f}")
+            + f" place_us_p99={b['p99_us']:.0f} place_us_max={b['max_us']:.0f} over_budget={b['over']}")
 
 
 FORK = multiprocessing.get_context("fork")

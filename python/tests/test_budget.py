@@ -50,6 +50,25 @@ def test_a_request_past_the_budget_is_cut_to_what_fits():
     assert b.estimate_ns(items(k)) <= 0.9 * b.limit_ns(1_000_000) < b.estimate_ns(items(k + 1))
 
 
+def test_a_call_past_its_limit_is_counted_over():
+    import time
+
+    b = Budget("X")
+    b.us = 1  # 1 µs: a call that spins for a millisecond of CPU is past it
+    def spin():
+        b.pages(10, lambda k: k)
+        end = time.thread_time_ns() + 1_000_000
+        while time.thread_time_ns() < end:
+            pass
+        return 10
+    b.run(spin)
+    b.us = 10_000_000  # 10 s: an empty call is within it
+    b.run(lambda: b.pages(10, lambda k: k))
+    assert b.times()["over"] == 1 and b.times()["calls"] == 2
+    b.reset()
+    assert b.times()["over"] == 0
+
+
 def test_a_collection_never_falls_in_a_call_and_every_call_is_timed():
     import gc
 
@@ -76,7 +95,7 @@ def test_the_budget_is_a_quarter_of_the_stacks_own_allocation_when_that_is_large
 
 def test_times_are_percentiles_of_the_calls():
     b = Budget("X")
-    assert b.times() == {"calls": 0, "p50_us": 0.0, "p99_us": 0.0, "max_us": 0.0}
+    assert b.times() == {"calls": 0, "p50_us": 0.0, "p99_us": 0.0, "max_us": 0.0, "over": 0}
     for us in range(1, 101):
         b.placed(10, us * 1000)
     t = b.times()

@@ -14,7 +14,7 @@ LINE = re.compile(
     r"either=(\d+) orderfree=(\d+) gather_wrs=(\d+) gather_wrs_either=(\d+) "
     r"placed=(\d+) bound=(\d+) hit_rate=(\d\.\d+/\d\.\d+|-/-) "
     r"adapter_us=(\d+\.\d) saved_us=(-?\d+\.\d) partial=(\d+) budget_kept=(\d\.\d{3}|-) "
-    r"place_us_p50=(\d+) place_us_p99=(\d+) place_us_max=(\d+)$"
+    r"place_us_p50=(\d+) place_us_p99=(\d+) place_us_max=(\d+) over_budget=(\d+)$"
 )
 
 

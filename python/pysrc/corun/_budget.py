@@ -73,6 +73,8 @@ class Budget:
         self._item_ns: Dict[int, float] = {}
         self._most = 0  # the most items a measured call read
         self._stack_ns: Optional[float] = None  # the stack's own allocation, per page
+        self._call = threading.local()  # the limit of the call this thread is in
+        self._over = 0  # calls that took longer than their limit
 
     def configure(self, environ: Optional[Mapping[str, str]] = None) -> int:
         """Reads the setting from ``environ`` (default: the process's environment):
@@ -125,6 +127,7 @@ class Budget:
         """How many of a request's first ``n`` pages a call may place, ``items(k)`` being
         the pages a call placing ``k`` of them reads: ``n``, fewer, or 0."""
         limit = self.limit_ns(n)
+        self._call.limit = limit
         if n <= 0 or limit <= 0:
             return 0
         aim = _AIM * limit
@@ -141,11 +144,16 @@ class Budget:
         recorded (:meth:`placed`), the cyclic collector held off while it runs."""
         collecting = gc.isenabled()
         gc.disable()
+        self._call.limit = self.us * 1000.0  # until pages() says the call's own
         start, items = now_ns(), 0
         try:
             items = work()
         finally:
-            self.placed(items, now_ns() - start)
+            ns = now_ns() - start
+            self.placed(items, ns)
+            if ns > self._call.limit:
+                with self._lock:
+                    self._over += 1
             if collecting:
                 gc.enable()
 
@@ -174,19 +182,21 @@ class Budget:
             self._stack_ns = rate if old is None else min(rate, 0.99 * old + 0.01 * rate)
 
     def times(self) -> Dict[str, float]:
-        """The calls' CPU times since the start or :meth:`reset`: ``calls``, and
-        ``p50_us``, ``p99_us``, ``max_us`` (0 without calls)."""
+        """The calls' CPU times since the start or :meth:`reset`: ``calls``, ``p50_us``,
+        ``p99_us``, ``max_us`` (0 without calls) and ``over``, the calls of
+        :meth:`run` that took longer than their limit (the estimate fell short)."""
         with self._lock:
-            ts = sorted(self._times)
+            ts, over = sorted(self._times), self._over
         if not ts:
-            return {"calls": 0, "p50_us": 0.0, "p99_us": 0.0, "max_us": 0.0}
+            return {"calls": 0, "p50_us": 0.0, "p99_us": 0.0, "max_us": 0.0, "over": over}
         at = lambda q: ts[min(len(ts) - 1, int(q * len(ts)))] / 1000.0  # noqa: E731
-        return {"calls": len(ts), "p50_us": at(0.5), "p99_us": at(0.99), "max_us": ts[-1] / 1000.0}
+        return {"calls": len(ts), "p50_us": at(0.5), "p99_us": at(0.99), "max_us": ts[-1] / 1000.0, "over": over}
 
     def reset(self) -> None:
         """Forgets the calls' times (what the costs taught stays)."""
         with self._lock:
             self._times.clear()
+            self._over = 0
 
 
 def now_ns() -> int:
