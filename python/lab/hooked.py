@@ -54,17 +54,19 @@ class Plugin:
             self.body(pool, remote, 0, len(remote))
         return self._stack(pool.get_new_blocks, len(remote))
 
-    def sglang(self, pool, dst, alloc=None):
+    def sglang(self, pool, dst, alloc=None, bound=None):
         """The prefill side's pages for a batch of one request with decode pages `dst`
         (``alloc_extend``, hooked): the batch as the hook reads it (``batch_destinations``:
         the request's transfer infos), then ``alloc(n)`` for its ``n`` pages (default
-        ``pool.alloc``, the port's), timed as the stack's own allocation."""
+        ``pool.alloc``, the port's), timed as the stack's own allocation. ``bound``: the
+        pages past which the allocation merges its staged frees (default ``n``, the
+        port's ``alloc``; ``alloc_extend``'s is ``n + 2`` for one request)."""
         n, ps = len(dst), pool.page_size
         info = SimpleNamespace(dst_kv_indices=dst, is_dummy=False)
         kv_mgr = SimpleNamespace(transfer_infos={0: {0: info}})
         req = SimpleNamespace(bootstrap_room=0, disagg_decode_prefix_len=0,
                               disagg_kv_sender=SimpleNamespace(kv_mgr=kv_mgr))
-        self.body(pool, SimpleNamespace(reqs=[req]), [0], [n * ps], n * ps)
+        self.body(pool, SimpleNamespace(reqs=[req]), [0], [n * ps], n if bound is None else bound)
         return self._stack(alloc or pool.alloc, n)
 
     def report(self):

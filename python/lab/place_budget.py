@@ -129,7 +129,7 @@ def sweep(stack, sizes, rng):
                 blocks = plugin.vllm(pool, first.tolist())  # Python ints, as vLLM's JSON gives them
                 pages = np.array([b.block_id for b in blocks], np.int64)
             else:
-                tokens = plugin.sglang(pool, first, alloc=sglang_alloc(pool))
+                tokens = plugin.sglang(pool, first, alloc=sglang_alloc(pool), bound=n + 2)
                 pages = (tokens[::PAGE_TOKENS] // PAGE_TOKENS).numpy().astype(np.int64)
             place_us = plugin.life.budget.times()["max_us"]
             stack_us = plugin.last_stack_ns / 1000

@@ -454,7 +454,7 @@ def test_placement_failure_goes_sglangs_way(monkeypatch):
     def broken(allocator, pages, **kw):
         raise RuntimeError("injected")
 
-    monkeypatch.setattr(plugin.adapters, "sglang_place_batch", broken)
+    monkeypatch.setattr(corun.adapters, "sglang_place_batch", broken)
     plugin.enable(features="place")
     before = plugin.counters()
     got = extend(s, alloc, batch_for(s, dst, seq), seq)

@@ -117,7 +117,7 @@ class Budget:
         # Past the largest call seen, by the doublings past it (not by size class: a
         # call just past a class's edge costs as one just below it).
         grow = max(0.0, math.log2(items / self._most)) if self._most else 0.0
-        return max(self._item_ns[s] for s in below) * _GROWTH**grow
+        return float(max(self._item_ns[s] for s in below) * _GROWTH**grow)
 
     def estimate_ns(self, items: int) -> float:
         """A call's CPU time, estimated high, for ``items`` pages read."""
@@ -189,7 +189,9 @@ class Budget:
             ts, over = sorted(self._times), self._over
         if not ts:
             return {"calls": 0, "p50_us": 0.0, "p99_us": 0.0, "max_us": 0.0, "over": over}
-        at = lambda q: ts[min(len(ts) - 1, int(q * len(ts)))] / 1000.0  # noqa: E731
+        def at(q: float) -> float:
+            return ts[min(len(ts) - 1, int(q * len(ts)))] / 1000.0
+
         return {"calls": len(ts), "p50_us": at(0.5), "p99_us": at(0.99), "max_us": ts[-1] / 1000.0, "over": over}
 
     def reset(self) -> None:

@@ -67,7 +67,7 @@ def _place_within(block_pool: Any, remote_block_ids: Any, group_id: int, num_blo
         # into an array): a placed block costs seven window ids, every block of the
         # request half of one; a partial call also counts the whole request (about
         # 140 ns a block left unplaced).
-        return 7 * k + min(window(k), free) + num_blocks // 2 + (3 * num_blocks if k < num_blocks else 0)
+        return int(7 * k + min(window(k), free) + num_blocks // 2 + (3 * num_blocks if k < num_blocks else 0))
 
     window = adapters.default_window
     k = _LIFE.budget.pages(num_blocks, items)

@@ -273,7 +273,8 @@ def sglang_place_batch(
     it, reordered by ``corun.place`` (which keeps their order unless that is strictly
     better), or (b) *as a batch*: all ``N`` placed together, request ``i`` taking the
     ``i``-th slice of the result, used only when no request gets more runs than with
-    SGLang's own pages and the batch has fewer runs in all than (a). Either way exactly
+    SGLang's own pages and the batch has fewer runs in all than (a) (never when a decode
+    page id is in two requests: several decode instances' pools). Either way exactly
     the ``N`` pages SGLang's ``alloc_extend`` would take leave the free list, the rest of
     it stays as it was, and no request is worse than SGLang alone.
 
@@ -314,8 +315,14 @@ def sglang_place_batch(
     chosen, got = apart, apart_runs
     # (b) the batch together, where it is no worse for anyone and better in all.
     if len(parts) > 1 and (pages is None or pages >= 2 * total):
-        together, _, stats = place(np.concatenate(parts), front, direction=direction)
-        if not stats["fallback"]:
+        try:
+            together, _, stats = place(np.concatenate(parts), front, direction=direction)
+            as_one = not stats["fallback"]
+        except ValueError:
+            # A decode page in two requests (several decode instances, each its own
+            # pool, in one batch): no pairing of the batch as one; each request apart.
+            as_one = False
+        if as_one:
             pieces = [together[a:b] for a, b in bounds]
             piece_runs = [_runs(d, c, direction) for d, c in zip(parts, pieces)]
             if sum(piece_runs) < sum(apart_runs) and all(p <= o for p, o in zip(piece_runs, own_runs)):

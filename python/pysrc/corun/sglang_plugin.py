@@ -29,7 +29,12 @@ comma-separated selection):
   notes the batch for the thread, and on ``PagedTokenToKVPoolAllocator.alloc_extend``
   (after SGLang's eviction, with the lengths in hand), which places. SGLang's allocator
   and its bookkeeping are untouched; a shortage is left to SGLang (``alloc_extend``
-  returns ``None``, as it would).
+  returns ``None``, as it would). With 1-token pages (SGLang's default page size,
+  ``TokenToKVPoolAllocator``), two AROUND hooks the same way: on
+  ``allocation.alloc_for_extend`` (it has the batch; ``schedule_batch`` imported it by
+  name, and the registry rebinds it there), which notes the batch, and on
+  ``TokenToKVPoolAllocator.alloc`` (what ``alloc_token_slots`` calls, after SGLang's
+  eviction), which places when the batch's new tokens are exactly what it allocates.
 
 What is done by hand, because ``HookRegistry`` cannot express it: :func:`disable` (the
 registry can only forget every plugin's hooks at once, ``reset()``, and never puts an
@@ -56,23 +61,22 @@ SGLang's way), ``unsupported_version``.
 
 from __future__ import annotations
 
-import functools
-import importlib
-import inspect
 import logging
 import sys
-import threading
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
-
-import numpy as np
-import numpy.typing as npt
+from typing import Any, Dict, FrozenSet, Iterable, Optional, Tuple, Union
 
 import corun
 
-from . import adapters
-from ._budget import now_ns
 from ._guard import guarded
-from ._plugin import Lifecycle, installed_version
+from ._sglang_life import _HOOKS, _UTILS, ENV, FEATURES, GROUP_MODULES, TESTED, registered as _registered
+from ._sglang_life import LIFE as _LIFE
+from ._sglang_life import counters as _counters
+from ._sglang_life import import_module as _import
+from ._sglang_life import register as _register
+from ._sglang_place import _place_batch, batch_destinations  # noqa: F401 (the lab's, the tests')
+from ._sglang_place import register_place as _register_place
+
+log = logging.getLogger("corun")
 
 __all__ = [
     "ENV",
@@ -88,46 +92,6 @@ __all__ = [
     "place_times",
     "reset_counters",
 ]
-
-log = logging.getLogger("corun")
-
-#: SGLang versions the plugin was tested with.
-TESTED = ("0.5.23",)
-#: The features ``CORUN_SGLANG`` can name (or ``all``).
-FEATURES = ("group", "place")
-#: The environment variable that names the features to turn on.
-ENV = "CORUN_SGLANG"
-
-_UTILS = "sglang.srt.disaggregation.common.utils"
-#: The modules that import the helper by name (checked in the 0.5.23 wheel).
-GROUP_MODULES = (
-    _UTILS,
-    "sglang.srt.disaggregation.mooncake.conn",
-    "sglang.srt.disaggregation.nixl.conn",
-    "sglang.srt.disaggregation.mori.conn",
-    "sglang.srt.disaggregation.ascend.conn",
-)
-_ALLOCATION = "sglang.srt.mem_cache.allocation"
-_PAGED = "sglang.srt.mem_cache.allocator.paged"
-_HOOKS = "sglang.srt.plugins.hook_registry"
-
-_LIFE = Lifecycle(
-    "SGLang",
-    ENV,
-    FEATURES,
-    TESTED,
-    lambda: installed_version("sglang"),
-    # placed / partial (its head, within the budget) / fallback: per request of a batch
-    counters=("group_calls", "placed", "partial", "fallback"),
-    hooks=FEATURES,
-)
-_counters = _LIFE.counters
-# (target, hook) of every hook corun registered with SGLang's HookRegistry.
-_registered: List[Tuple[str, Callable[..., Any]]] = []
-# The batch whose allocation is under way in this thread (noted by the allocation hook,
-# read by the alloc_extend hook).
-_current = threading.local()
-
 
 def counters() -> Dict[str, int]:
     """A copy of the plugin's counters (see the module docs)."""
@@ -226,22 +190,6 @@ def _forget(hooks: Any, mark: Tuple[int, int]) -> None:
         registry.apply_hooks()  # another plugin's hooks there: applied again, without corun's
 
 
-def _register(hooks: Any, target: str, hook: Callable[..., Any], kind: str, owner: Any, name: str) -> None:
-    _LIFE.record(owner, name, vars(owner)[name])
-    _registered.append((target, hook))
-    hooks.HookRegistry.register(target, hook, getattr(hooks.HookType, kind))
-
-
-def _import(modname: str) -> Any:
-    """The module, or None (logged once) when it cannot be imported here."""
-    try:
-        return importlib.import_module(modname)
-    except Exception:  # an absent dependency of SGLang's (torch, say): nothing to patch
-        if _counters.first_time(f"import {modname}"):
-            log.warning("corun: cannot import %s: not patched", modname, exc_info=True)
-        return None
-
-
 # --- group: the drop-in -------------------------------------------------------------
 
 
@@ -262,130 +210,3 @@ def _register_group(hooks: Any) -> bool:
 
 
 # --- place: placement at the prefill side's batch allocation ------------------------
-
-
-def _register_place(hooks: Any) -> bool:
-    allocation, paged = _import(_ALLOCATION), _import(_PAGED)
-    if allocation is None or paged is None:
-        return False
-    cls = paged.PagedTokenToKVPoolAllocator
-    slots_signature = inspect.signature(allocation.alloc_paged_token_slots_extend)
-    find_batch = guarded(_counters, "place", lambda *a, **k: None)(
-        lambda args, kwargs: slots_signature.bind(*args, **kwargs).arguments.get("batch")
-    )
-
-    def note_batch(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        # Only notes the batch for alloc_extend below.
-        previous = getattr(_current, "batch", None)
-        _current.batch = find_batch(args, kwargs)
-        try:
-            return original(*args, **kwargs)
-        finally:
-            _current.batch = previous
-
-    signature = inspect.signature(cls.alloc_extend)
-
-    def place_batch(allocator: Any, batch: Any, args: Any, kwargs: Any) -> None:
-        given = signature.bind(allocator, *args, **kwargs).arguments
-        _place_batch(allocator, batch, given["prefix_lens_cpu"], given["seq_lens_cpu"], given["extend_num_tokens"])
-
-    place = guarded(_counters, "place", lambda *a, **k: None)(place_batch)
-
-    def place_then_alloc(original: Callable[..., Any], allocator: Any, *args: Any, **kwargs: Any) -> Any:
-        batch = getattr(_current, "batch", None)
-        # Only SGLang's own class: a subclass (interleaved, SWA) may hand pages out its way.
-        if batch is None or type(allocator) is not cls:
-            return original(allocator, *args, **kwargs)
-        place(allocator, batch, args, kwargs)
-        # SGLang's own allocation of the batch: what the budget is a share of.
-        start, pages = now_ns(), getattr(_current, "pages", 0)
-        try:
-            return original(allocator, *args, **kwargs)
-        finally:
-            _LIFE.budget.stack(pages, now_ns() - start)
-
-    _register(hooks, f"{_ALLOCATION}.alloc_paged_token_slots_extend", functools.wraps(
-        allocation.alloc_paged_token_slots_extend)(note_batch), "AROUND", allocation, "alloc_paged_token_slots_extend")
-    _register(hooks, f"{_PAGED}.PagedTokenToKVPoolAllocator.alloc_extend", place_then_alloc, "AROUND", cls, "alloc_extend")
-    return True
-
-
-def _decode_pages(req: Any) -> Optional[npt.NDArray[Any]]:
-    """The decode side's pages for ``req`` (``dst_kv_indices`` of its room's transfer
-    infos), or None when they are not known yet or the infos disagree."""
-    kv_mgr = getattr(getattr(req, "disagg_kv_sender", None), "kv_mgr", None)
-    infos = getattr(kv_mgr, "transfer_infos", {}).get(getattr(req, "bootstrap_room", None))
-    pages = [np.asarray(i.dst_kv_indices) for i in (infos or {}).values() if not i.is_dummy]
-    if not pages or any(not np.array_equal(p, pages[0]) for p in pages[1:]):
-        return None
-    return pages[0]
-
-
-def batch_destinations(batch: Any, prefix_lens_cpu: Any, seq_lens_cpu: Any, page_size: int) -> Optional[List[npt.NDArray[np.int64]]]:
-    """Per request of ``batch`` (in batch order), the decode pages that pair with the new
-    pages ``alloc_extend`` takes for it, in the order it takes them (an empty array for
-    a request that takes none), or None when some request's pairs are unknown.
-
-    Request ``i`` takes new pages for its positions ``ceil(prefix/ps) .. ceil(seq/ps) - 1``
-    (as ``alloc_extend_naive`` counts them); the decode side's list starts at the page of
-    its own prefix (``req.disagg_decode_prefix_len``), as the prefill side sends it."""
-    reqs = list(getattr(batch, "reqs", ()))
-    prefix, seq = np.asarray(prefix_lens_cpu).tolist(), np.asarray(seq_lens_cpu).tolist()
-    if len(reqs) != len(prefix) or len(seq) != len(prefix):
-        return None
-    parts = []
-    for req, p, s in zip(reqs, prefix, seq):
-        first, end = -(-int(p) // page_size), -(-int(s) // page_size)
-        if end <= first:
-            parts.append(np.zeros(0, np.int64))
-            continue
-        dst = _decode_pages(req)
-        if dst is None:
-            return None
-        skip = int(getattr(req, "disagg_decode_prefix_len", 0) or 0) // page_size
-        if first - skip < 0 or end - skip > len(dst):
-            return None
-        parts.append(dst[first - skip : end - skip].astype(np.int64))
-    return parts
-
-
-def _place_batch(allocator: Any, batch: Any, prefix_lens_cpu: Any, seq_lens_cpu: Any, extend_num_tokens: int) -> None:
-    """Reorders ``allocator.free_pages`` for ``batch`` (see the module docs); raises only
-    before changing it, but for the merge of staged frees that SGLang's ``alloc_extend``
-    makes in this same call under the same condition."""
-    _current.pages = 0
-    _LIFE.budget.run(lambda: _place_within(allocator, batch, prefix_lens_cpu, seq_lens_cpu, extend_num_tokens))
-
-
-def _place_within(allocator: Any, batch: Any, prefix_lens_cpu: Any, seq_lens_cpu: Any, extend_num_tokens: int) -> int:
-    """:func:`_place_batch`'s work; returns the pages it read."""
-    n_reqs = len(batch.reqs)
-    parts = batch_destinations(batch, prefix_lens_cpu, seq_lens_cpu, allocator.page_size)
-    if parts is None or not sum(len(p) for p in parts):
-        _counters.add("fallback", n_reqs)
-        return 0
-    sizes = [len(p) for p in parts]
-    total = sum(sizes)
-    _current.pages = total
-    # Each placed page is read twice (the request's, its own), the batch together twice more.
-    pages = _LIFE.budget.pages(total, lambda k: 4 * k)
-    if pages == 0:
-        _counters.add("fallback", n_reqs)  # no budget for even one page (or 0: placement off)
-        return 0
-    # alloc_extend merges and sorts the staged frees when this bound exceeds the free
-    # list (which would undo placement); make that merge first, as it would.
-    bound = int(extend_num_tokens) // allocator.page_size + n_reqs + 1
-    if bound > len(allocator.free_pages):
-        allocator.merge_and_sort_free()
-    runs = adapters.sglang_place_batch(allocator, parts, pages=None if pages >= total else pages)
-    if runs is None:
-        _counters.add("fallback", n_reqs)  # a shortage: SGLang's alloc_extend returns None
-        return 4 * pages
-    # The requests placed whole lie before the budget's end; the one across it, by its head.
-    ends = np.cumsum(sizes).tolist()
-    for (own, placed), end, size in zip(runs, ends, sizes):
-        if placed >= own:
-            _counters.add("fallback")
-        else:
-            _counters.add("placed" if end <= pages or not size else "partial")
-    return 4 * pages
