@@ -14,6 +14,7 @@ a package (pytest's ``pythonpath`` in ``pyproject.toml``).
 - ``timing``: the timers and summaries the measurements share.
 - ``pools``: vLLM's real free queue driven as ``BlockPool`` drives it, and a numpy port of
   SGLang's paged allocator (the replays' pools).
+- ``ways``: the ways of turning page lists into transfers that the replays count.
 - ``hooked``: the plugins' hook bodies called as their patches call them, on the lab's
   pools (the plugin's counters, budget and ``place_times()`` as a serving process has them).
 - ``nixl_exit``: the one way out of a process that made NIXL agents.
