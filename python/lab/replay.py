@@ -56,7 +56,7 @@ The report goes to results/<machine>/<date>-<commit>/replay.txt; its last lines 
 per allocator and workload:
 ``replay allocator=<vllm|sglang> workload=<name> requests=<n> pages=<n> asc=<d>
 either=<d> orderfree=<d> gather_wrs=<n> gather_wrs_either=<n> placed=<d> bound=<d>
-hit_rate=<own>/<placed> adapter_us=<µs> saved_us=<µs> partial=<n> budget_kept=<f>
+hit_rate=<own>/<placed> prefix_hits=<own>/<placed> adapter_us=<µs> saved_us=<µs> partial=<n> budget_kept=<f>
 place_us_p50=<µs> place_us_p99=<µs> place_us_max=<µs> over_budget=<n>``: ``adapter_us`` is the CPU time
 of the placement adapter per request placed (reading the free list included),
 ``saved_us`` the posting time placement saves per request at 128 buffers and 0.5 µs a
@@ -100,6 +100,7 @@ class Replayed:
     placements: list  # corun.place's stats per request placed (placement on)
     adapter_s: float = 0.0  # total CPU time in the adapter, corun.place included
     plugin: dict = None  # with a budget: the plugin's counters and place_times()
+    hits: dict = None  # pool name -> prefix-cache hits, blocks (vLLM)
     own_runs: int = 0  # with a budget: the requests' runs with the allocator's own pages
     got_runs: int = 0  # ... and with the pages the plugin's placement gave them
     core_s: float = 0.0  # of which in corun.place
@@ -231,6 +232,7 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
         mirror = dec.free_block_queue.__dict__.get("_corun_mirror")
         out.adapter_s += mirror.told * upkeep_s(classes) if mirror is not None else 0.0
         out.hit_rate = {name: pool.hits / max(pool.lookups, 1) for name, pool in (("prefill", pre), ("decode", dec))}
+        out.hits = {"prefill": pre.hits, "decode": dec.hits}
     return out
 
 
@@ -318,11 +320,12 @@ def report(allocator, w, own, placed, budgeted, window, out):
         f"p99 {b['p99_us']:.0f} µs, max {b['max_us']:.0f} µs over {b['calls']} calls, {b['over']} past their limit.")
     if allocator == "vllm":
         hit = f"{own.hit_rate['decode']:.3f}/{placed.hit_rate['decode']:.3f}"
+        hits = f"{own.hits['decode']}/{placed.hits['decode']}"
     else:
-        hit = "-/-"  # SGLang's allocator caches nothing (its radix tree does, above it)
+        hit = hits = "-/-"  # SGLang's allocator caches nothing (its radix tree does, above it)
     return (f"replay allocator={allocator} workload={w.name} requests={len(lists)} pages={pages} "
             + " ".join(f"{k}={v}" for k, v in totals.items())
-            + f" placed={p} bound={bound} hit_rate={hit}"
+            + f" placed={p} bound={bound} hit_rate={hit} prefix_hits={hits}"
             + f" adapter_us={adapter_us:.1f} saved_us={saved_us * LAYER_BUFFERS:.1f}"
             + f" partial={b['partial']} budget_kept={kept} place_us_p50={b['p50_us']:.0f}"
             + f" place_us_p99={b['p99_us']:.0f} place_us_max={b['max_us']:.0f} over_budget={b['over']}")

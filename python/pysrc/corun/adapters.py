@@ -90,8 +90,10 @@ def vllm_place_front(
     """Moves to the front of ``block_pool.free_block_queue`` (vLLM's
     ``FreeKVCacheBlockQueue``) the blocks that pair with ``remote_block_ids`` run for
     run, so that ``block_pool.get_new_blocks(len(remote_block_ids))`` returns them in
-    order. Reads at most ``window`` blocks from the queue's front; the blocks stay free
-    (and cached) until ``get_new_blocks`` takes them. Returns ``corun.place``'s stats;
+    order. Reads at most ``window`` blocks from the queue's front and, with prefix caching
+    on, takes past the first ``len(remote_block_ids)`` only blocks that hold no cached
+    prefix (so vLLM's prefix-cache hits are never fewer); the blocks stay free (and
+    cached) until ``get_new_blocks`` takes them. Returns ``corun.place``'s stats;
     with ``fallback`` the queue is left as it was (so too when ``remote_block_ids``
     repeats an id: nothing to pair run for run). Not enough free blocks: ``ValueError``
     (as ``get_new_blocks`` raises).
@@ -122,8 +124,11 @@ def vllm_place_front(
     # through it in Rust, each checked in the queue before any link changes.
     mirror = _mirror(block_pool)
     front = mirror.front(max(w, n))
+    # The candidates: the n blocks get_new_blocks takes anyway and, past them, only those
+    # holding no cached prefix (a cached one vLLM would have kept stays where it is).
+    takeable = mirror.window(n, w) if getattr(block_pool, "enable_caching", False) else front[:w]
     try:
-        chosen, rest, stats = place(first[:k], front[:w], direction=direction)
+        chosen, rest, stats = place(first[:k], takeable, direction=direction)
     except ValueError:
         # The mirror's ids are distinct and at least n: a repeat in the request's ids is
         # the one way placing fails here, and it is vLLM's order, not an error.
@@ -134,7 +139,7 @@ def vllm_place_front(
         # What get_new_blocks hands out after the move: the placed head, then the queue
         # in its order without it.
         own = _runs(first, front[:n], direction)
-        whole = np.concatenate([chosen, rest, front[w:]])[:n]
+        whole = np.concatenate([chosen, front[~np.isin(front, chosen)]])[:n]
         runs = _runs(first, whole, direction)
         stats = {**stats, "own": own, "placed": min(runs, own), "bound": _runs(first, first, direction)}
         stats["fallback"] = runs >= own

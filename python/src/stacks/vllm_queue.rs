@@ -42,6 +42,10 @@ pub struct Mirror {
     /// Links by block id; the head sentinel is `blocks`, the tail `blocks + 1`.
     next: Vec<u32>,
     prev: Vec<u32>,
+    /// By block id: whether it held a cached prefix (a block hash) when it was put in
+    /// the queue (vLLM hashes blocks only while they are held; `evict_blocks` may drop a
+    /// free block's hash behind the mirror: then it is thought cached, the safe side).
+    cached: Vec<bool>,
     count: usize,
     /// Set when a change could not be applied: the order is no longer vLLM's.
     #[pyo3(get)]
@@ -126,6 +130,15 @@ impl Mirror {
         }
         Ok(Ok(()))
     }
+    /// Records whether `block` (just put in the mirror) holds a cached prefix.
+    fn note_cached(&mut self, block: &Bound<'_, PyAny>) -> PyResult<()> {
+        let hashed = !block.getattr(intern!(block.py(), "block_hash"))?.is_none();
+        let id = id_of(block)?;
+        if let Some(c) = self.cached.get_mut(id as usize) {
+            *c = hashed;
+        }
+        Ok(())
+    }
     fn first(&self) -> Option<u32> {
         Some(self.link(&self.next, self.head())).filter(|&b| b < self.head())
     }
@@ -154,9 +167,12 @@ impl Mirror {
             (errors::try_vec(slots, "the mirror")?, errors::try_vec(slots, "the mirror")?);
         next.resize(slots, NONE); // within the capacity just reserved
         prev.resize(slots, NONE);
+        let mut cached = errors::try_vec(slots, "the mirror")?;
+        cached.resize(slots, false);
         let mut m = Mirror {
             next,
             prev,
+            cached,
             count: 0,
             broken: false,
             told: 0,
@@ -189,6 +205,7 @@ impl Mirror {
                 return Ok(()); // the tail sentinel
             }
             self.insert_before(tail, id_of(&block)?);
+            self.note_cached(&block)?;
             block = after;
         }
         self.broken = true;
@@ -268,7 +285,9 @@ impl Mirror {
     fn appended(&mut self, blocks: &Bound<'_, PyAny>) -> PyResult<()> {
         let tail = self.tail();
         for b in blocks.try_iter()? {
-            self.insert_before(tail, id_of(&b?)?);
+            let b = b?;
+            self.insert_before(tail, id_of(&b)?);
+            self.note_cached(&b)?;
         }
         Ok(())
     }
@@ -277,9 +296,35 @@ impl Mirror {
     fn prepended(&mut self, blocks: &Bound<'_, PyAny>) -> PyResult<()> {
         let first = self.link(&self.next, self.head());
         for b in blocks.try_iter()? {
-            self.insert_before(first, id_of(&b?)?);
+            let b = b?;
+            self.insert_before(first, id_of(&b)?);
+            self.note_cached(&b)?;
         }
         Ok(())
+    }
+
+    /// The ids of the blocks placement may take for a request of ``count`` blocks,
+    /// reading at most ``depth`` blocks from the front (an int64 array, front first):
+    /// the first ``count`` (``get_new_blocks`` takes them anyway, evicting what they
+    /// cache) and, past them, only blocks that hold no cached prefix, so that placement
+    /// never evicts a prefix vLLM would have kept.
+    fn window<'py>(
+        &self,
+        py: Python<'py>,
+        count: usize,
+        depth: usize,
+    ) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        let mut ids = errors::try_vec::<i64>(depth.min(self.count), "the free queue's window")?;
+        let mut b = self.link(&self.next, self.head());
+        let mut at = 0;
+        while at < depth && b < self.head() {
+            if at < count || !self.cached.get(b as usize).copied().unwrap_or(true) {
+                ids.push(i64::from(b));
+            }
+            at += 1;
+            b = self.link(&self.next, b);
+        }
+        Ok(PyArray1::from_vec(py, ids))
     }
 
     /// Moves the blocks ``blocks[i]`` for ``i`` in ``ids`` (``blocks``: the pool's list
