@@ -1,6 +1,6 @@
 """The plugins' placement hooks called as their patches call them, on pools the lab
 made: ``Plugin`` runs a hook's own body (``corun._vllm_place._place`` before vLLM's
-``get_new_blocks``, ``corun.sglang_plugin._place_batch`` before SGLang's
+``get_new_blocks``, ``corun._sglang_place._place_batch`` before SGLang's
 ``alloc_extend``) and times the stack's own allocation after it as the hook does, so that
 the plugin's counters, budget and ``place_times()`` are what a serving process would
 show, without a scheduler around the pool. ``Plugin.prepare(pool)`` is the hook on the
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 class Plugin:
     """Placement as the plugin does it, under its budget per call: its own hook bodies
-    (``corun._vllm_place._place``, ``corun.sglang_plugin._place_batch``), the stack's own
+    (``corun._vllm_place._place``, ``corun._sglang_place._place_batch``), the stack's own
     allocation timed as the hooks time it, the plugin's counters and ``place_times()``.
     The hooks' patches are not installed (the pools here are the replay's): each call
     goes to the body the patch would call. Run in a process of its own (the plugin's
@@ -29,11 +29,11 @@ class Plugin:
             self.body = _vllm_place._place
             self.prepare = _vllm_place.prepare  # BlockPool.__init__'s hook: the mirror made
         else:
-            from corun import sglang_plugin
+            from corun import _sglang_place
+            from corun._sglang_life import LIFE
 
-            LIFE = sglang_plugin._LIFE
             LIFE.on.add("place")
-            self.body = sglang_plugin._place_batch
+            self.body = _sglang_place._place_batch
             self.prepare = lambda pool: None
         self.life = LIFE
         LIFE.budget.configure()

@@ -30,13 +30,13 @@ max_place_over_limit=<x>``.
 import numpy as np
 
 import corun
+from corun._budget import DEFAULT_US, SHARE
 from lab.hooked import Plugin
 
 SIZES = [1, 16, 256, 4096, 65536, 262144, 1 << 20]
 CALLS = 3
 PAGE_TOKENS = 16
-FLOOR_US = 2000.0  # the default setting (corun._budget.DEFAULT_US)
-SHARE = 0.25
+FLOOR_US = float(DEFAULT_US)  # the default setting
 
 
 def first_side(n, offset=0):

@@ -189,6 +189,7 @@ class Budget:
             ts, over = sorted(self._times), self._over
         if not ts:
             return {"calls": 0, "p50_us": 0.0, "p99_us": 0.0, "max_us": 0.0, "over": over}
+
         def at(q: float) -> float:
             return ts[min(len(ts) - 1, int(q * len(ts)))] / 1000.0
 

@@ -23,25 +23,56 @@ from ._sglang_life import _ALLOCATION, _PAGED, _TOKEN, LIFE, counters, current, 
 __all__ = ["batch_destinations", "register_place", "register_tokens"]
 
 
+def _noting(function: Callable[..., Any], slot: str) -> Callable[..., Any]:
+    """An AROUND hook on ``function`` (which takes the batch) that only notes its
+    ``batch`` argument for this thread in ``current.<slot>`` while it runs."""
+    signature = inspect.signature(function)
+    find_batch = guarded(counters, "place", lambda *a, **k: None)(
+        lambda args, kwargs: signature.bind(*args, **kwargs).arguments.get("batch")
+    )
+
+    @functools.wraps(function)
+    def note(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        previous = getattr(current, slot, None)
+        setattr(current, slot, find_batch(args, kwargs))
+        try:
+            return original(*args, **kwargs)
+        finally:
+            setattr(current, slot, previous)
+
+    return note
+
+
+def _placing(cls: Any, slot: str, place_batch: Callable[[Any, Any, Any, Any], None], once: bool) -> Callable[..., Any]:
+    """An AROUND hook on ``cls``'s allocation method: with a batch noted in
+    ``current.<slot>`` and an allocator of ``cls`` itself (a subclass, interleaved or
+    SWA, may hand pages out its way), ``place_batch(allocator, batch, args, kwargs)``
+    (guarded) before SGLang's own allocation, which is timed for the budget; ``once``:
+    the batch is forgotten at its first allocation (any other goes SGLang's way)."""
+    place = guarded(counters, "place", lambda *a, **k: None)(place_batch)
+
+    def place_then_alloc(original: Callable[..., Any], allocator: Any, *args: Any, **kwargs: Any) -> Any:
+        batch = getattr(current, slot, None)
+        if batch is None or type(allocator) is not cls:
+            return original(allocator, *args, **kwargs)
+        if once:
+            setattr(current, slot, None)
+        place(allocator, batch, args, kwargs)
+        # SGLang's own allocation of the batch: what the budget is a share of.
+        start, pages = now_ns(), getattr(current, "pages", 0)
+        try:
+            return original(allocator, *args, **kwargs)
+        finally:
+            LIFE.budget.stack(pages, now_ns() - start)
+
+    return place_then_alloc
+
+
 def register_place(hooks: Any) -> bool:
     allocation, paged = import_module(_ALLOCATION), import_module(_PAGED)
     if allocation is None or paged is None:
         return False
     cls = paged.PagedTokenToKVPoolAllocator
-    slots_signature = inspect.signature(allocation.alloc_paged_token_slots_extend)
-    find_batch = guarded(counters, "place", lambda *a, **k: None)(
-        lambda args, kwargs: slots_signature.bind(*args, **kwargs).arguments.get("batch")
-    )
-
-    def note_batch(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        # Only notes the batch for alloc_extend below.
-        previous = getattr(current, "batch", None)
-        current.batch = find_batch(args, kwargs)
-        try:
-            return original(*args, **kwargs)
-        finally:
-            current.batch = previous
-
     signature = inspect.signature(cls.alloc_extend)
 
     def place_batch(allocator: Any, batch: Any, args: Any, kwargs: Any) -> None:
@@ -51,24 +82,11 @@ def register_place(hooks: Any) -> bool:
         bound = int(given["extend_num_tokens"]) // allocator.page_size + len(batch.reqs) + 1
         _place_batch(allocator, batch, given["prefix_lens_cpu"], given["seq_lens_cpu"], bound)
 
-    place = guarded(counters, "place", lambda *a, **k: None)(place_batch)
-
-    def place_then_alloc(original: Callable[..., Any], allocator: Any, *args: Any, **kwargs: Any) -> Any:
-        batch = getattr(current, "batch", None)
-        # Only SGLang's own class: a subclass (interleaved, SWA) may hand pages out its way.
-        if batch is None or type(allocator) is not cls:
-            return original(allocator, *args, **kwargs)
-        place(allocator, batch, args, kwargs)
-        # SGLang's own allocation of the batch: what the budget is a share of.
-        start, pages = now_ns(), getattr(current, "pages", 0)
-        try:
-            return original(allocator, *args, **kwargs)
-        finally:
-            LIFE.budget.stack(pages, now_ns() - start)
-
-    register(hooks, f"{_ALLOCATION}.alloc_paged_token_slots_extend", functools.wraps(
-        allocation.alloc_paged_token_slots_extend)(note_batch), "AROUND", allocation, "alloc_paged_token_slots_extend")
-    register(hooks, f"{_PAGED}.PagedTokenToKVPoolAllocator.alloc_extend", place_then_alloc, "AROUND", cls, "alloc_extend")
+    register(hooks, f"{_ALLOCATION}.alloc_paged_token_slots_extend",
+             _noting(allocation.alloc_paged_token_slots_extend, "batch"), "AROUND", allocation,
+             "alloc_paged_token_slots_extend")
+    register(hooks, f"{_PAGED}.PagedTokenToKVPoolAllocator.alloc_extend",
+             _placing(cls, "batch", place_batch, once=False), "AROUND", cls, "alloc_extend")
     register_tokens(hooks, allocation)
     return True
 
@@ -79,19 +97,6 @@ def register_tokens(hooks: Any, allocation: Any) -> None:
     if token is None:
         return
     cls = token.TokenToKVPoolAllocator
-    extend_signature = inspect.signature(allocation.alloc_for_extend)
-    find_batch = guarded(counters, "place", lambda *a, **k: None)(
-        lambda args, kwargs: extend_signature.bind(*args, **kwargs).arguments.get("batch")
-    )
-
-    def note_extend(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        previous = getattr(current, "tokens", None)
-        current.tokens = find_batch(args, kwargs)
-        try:
-            return original(*args, **kwargs)
-        finally:
-            current.tokens = previous
-
     signature = inspect.signature(cls.alloc)
 
     def place_tokens(allocator: Any, batch: Any, args: Any, kwargs: Any) -> None:
@@ -100,23 +105,10 @@ def register_tokens(hooks: Any, allocation: Any) -> None:
         bound = need if allocator.need_sort else -1
         _place_batch(allocator, batch, batch.prefix_lens, batch.seq_lens_cpu, bound, need)
 
-    place = guarded(counters, "place", lambda *a, **k: None)(place_tokens)
-
-    def place_then_alloc(original: Callable[..., Any], allocator: Any, *args: Any, **kwargs: Any) -> Any:
-        batch = getattr(current, "tokens", None)
-        if batch is None or type(allocator) is not cls:
-            return original(allocator, *args, **kwargs)
-        current.tokens = None  # one allocation a batch: any other goes SGLang's way
-        place(allocator, batch, args, kwargs)
-        start, pages = now_ns(), getattr(current, "pages", 0)
-        try:
-            return original(allocator, *args, **kwargs)
-        finally:
-            LIFE.budget.stack(pages, now_ns() - start)
-
-    register(hooks, f"{_ALLOCATION}.alloc_for_extend", functools.wraps(allocation.alloc_for_extend)(note_extend),
-              "AROUND", allocation, "alloc_for_extend")
-    register(hooks, f"{_TOKEN}.TokenToKVPoolAllocator.alloc", place_then_alloc, "AROUND", cls, "alloc")
+    register(hooks, f"{_ALLOCATION}.alloc_for_extend", _noting(allocation.alloc_for_extend, "tokens"),
+             "AROUND", allocation, "alloc_for_extend")
+    register(hooks, f"{_TOKEN}.TokenToKVPoolAllocator.alloc", _placing(cls, "tokens", place_tokens, once=True),
+             "AROUND", cls, "alloc")
 
 
 def _decode_pages(req: Any) -> Optional[npt.NDArray[Any]]:

@@ -128,7 +128,7 @@ def vllm_place_front(
     # holding no cached prefix (a cached one vLLM would have kept stays where it is).
     takeable = mirror.window(n, w) if getattr(block_pool, "enable_caching", False) else front[:w]
     try:
-        chosen, rest, stats = place(first[:k], takeable, direction=direction)
+        chosen, _, stats = place(first[:k], takeable, direction=direction)
     except ValueError:
         # The mirror's ids are distinct and at least n: a repeat in the request's ids is
         # the one way placing fails here, and it is vLLM's order, not an error.

@@ -73,7 +73,7 @@ from ._sglang_life import LIFE as _LIFE
 from ._sglang_life import counters as _counters
 from ._sglang_life import import_module as _import
 from ._sglang_life import register as _register
-from ._sglang_place import _place_batch, batch_destinations  # noqa: F401 (the lab's, the tests')
+from ._sglang_place import batch_destinations
 from ._sglang_place import register_place as _register_place
 
 log = logging.getLogger("corun")
