@@ -95,11 +95,12 @@ def core() -> None:
 
 class Block:
     """vLLM's KVCacheBlock: an id, its reference count (0 while free: the mirror moves only
-    free blocks) and the free queue's links."""
+    free blocks), its prefix-cache hash (None: it caches nothing) and the free queue's links."""
 
     def __init__(self, block_id: int) -> None:
         self.block_id = block_id
         self.ref_cnt = 0
+        self.block_hash: Optional[bytes] = None
         self.prev_free_block: Optional[Block] = None
         self.next_free_block: Optional[Block] = None
 

@@ -303,6 +303,33 @@ def test_vllm_adapter_leaves_the_queue_alone_on_fallback():
         adapters.vllm_place_front(pool, list(range(17)))
 
 
+class StandInBlock:
+    """A block with vLLM's queue links and no ``block_hash`` (a stand-in, as a user's test
+    might write one): it caches no prefix, and the mirror must not need the attribute."""
+
+    def __init__(self, block_id):
+        self.block_id, self.ref_cnt = block_id, 0
+        self.prev_free_block = self.next_free_block = None
+
+
+def test_vllm_adapter_takes_blocks_without_a_prefix_hash():
+    blocks = [StandInBlock(i) for i in range(8)]
+    head, tail = StandInBlock(-1), StandInBlock(-1)
+    order = [blocks[i] for i in (0, 3, 4, 5, 6, 7, 1, 2)]
+    chain = [head, *order, tail]
+    for a, b in zip(chain, chain[1:]):
+        a.next_free_block, b.prev_free_block = b, a
+    queue = type("Q", (), {})()
+    queue.fake_free_list_head, queue.fake_free_list_tail = head, tail
+    queue.num_free_blocks = len(order)
+    pool = type("P", (), {})()
+    pool.blocks, pool.free_block_queue = blocks, queue
+    stats = adapters.vllm_place_front(pool, [20, 21, 22, 23])
+    assert (stats["own"], stats["placed"], stats["fallback"]) == (2, 1, False)
+    after = queue_ids(pool)
+    assert sorted(after) == list(range(8)) and after[:4] == list(range(after[0], after[0] + 4))
+
+
 def test_sglang_adapter_reorders_the_front_of_free_pages():
     alloc = replay.SglangPool(40)
     a = alloc.alloc(30)  # pages 1..30; 31..40 stay free

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use numpy::PyArray1;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -130,9 +130,14 @@ impl Mirror {
         }
         Ok(Ok(()))
     }
-    /// Records whether `block` (just put in the mirror) holds a cached prefix.
+    /// Records whether `block` (just put in the mirror) holds a cached prefix. vLLM's
+    /// blocks always carry `block_hash`; a block without one (a stand-in) holds none.
     fn note_cached(&mut self, block: &Bound<'_, PyAny>) -> PyResult<()> {
-        let hashed = !block.getattr(intern!(block.py(), "block_hash"))?.is_none();
+        let hashed = match block.getattr(intern!(block.py(), "block_hash")) {
+            Ok(hash) => !hash.is_none(),
+            Err(e) if e.is_instance_of::<PyAttributeError>(block.py()) => false,
+            Err(e) => return Err(e),
+        };
         let id = id_of(block)?;
         if let Some(c) = self.cached.get_mut(id as usize) {
             *c = hashed;
