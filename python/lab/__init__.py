@@ -21,7 +21,13 @@ a package (pytest's ``pythonpath`` in ``pyproject.toml``).
 - ``bench``, ``place_scaling``, ``place_budget``, ``replay``, ``e2e``, ``vllm_suite``: the
   measurements (``python python/<name>.py --help``; ``place_scaling`` is ``bench.py
   --scaling``, ``place_budget`` is ``bench.py --budget``).
-- ``stack_common``, ``stack_vllm``, ``stack_sglang``: real bytes through the stacks' own
-  connectors (``python python/stack_e2e.py --stack vllm|sglang``), on the shared options,
-  request stream, alternation and line of ``stack_common``.
+- ``kit``: the stack-run kit: the one way to start a side of a run in its own process and
+  talk to it (``Child``), one free port, one NIXL descriptor count (``nixl_posted``).
+- ``engine_counts``: the transfer engines' calls counted where a stack makes them.
+- ``e2e`` (on ``e2e_engines``: the pool, the engines, the session; ``e2e_replay``: the
+  replayed requests): KV pages through the engines directly.
+- ``stack_common``, ``stack_vllm`` (its engine side ``vllm_engine``), ``stack_sglang`` (its
+  sides ``sglang_sides``): real bytes through the stacks' own connectors (``python
+  python/stack_e2e.py --stack vllm|sglang``), their processes started with ``kit``, on the
+  shared options, request stream, alternation and line of ``stack_common``.
 """

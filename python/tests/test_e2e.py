@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from lab import e2e, upstream, workloads
+from lab import e2e, e2e_engines, upstream, workloads
 
 MODULES = {"mooncake": "mooncake.engine", "nixl": "nixl_cu12"}
 
@@ -89,7 +89,7 @@ def test_mooncake_error_part_way_stops_there():
 
 
 def test_a_peer_that_is_gone_is_an_error_not_a_hang(session, monkeypatch):
-    monkeypatch.setattr(e2e, "XFER_TIMEOUT", 20.0)
+    monkeypatch.setattr(e2e_engines, "XFER_TIMEOUT", 20.0)
     src, dst = workloads.make("trace-p1", 64, 512)
     session.proc.kill()
     session.proc.join()

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from lab import nixl_exit
+from lab import engine_counts, nixl_exit
 from lab import stack_common as sc
 from lab import stack_sglang
 
@@ -112,7 +112,7 @@ def _nixl_counting_check() -> None:
 
     local = a.prep_xfer_dlist("", rows(src.ctypes.data), "DRAM")
     remote = a.prep_xfer_dlist("s2-dst", rows(dst.ctypes.data), "DRAM")
-    counted = stack_sglang._NixlCounted(a)
+    counted = engine_counts.NixlCounted(a)
     # Pages 2..5 -> 8..11 (one run), 9 -> 0, 12..13 -> 3..4 (one run): 7 ids, 3 runs.
     src_ids, dst_ids = [2, 3, 4, 5, 9, 12, 13], [8, 9, 10, 11, 0, 3, 4]
     handle = a.make_prepped_xfer("WRITE", local, src_ids, remote, dst_ids)

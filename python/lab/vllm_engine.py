@@ -1,0 +1,388 @@
+"""One side of ``lab.stack_vllm``'s runs, in its own process: vLLM 0.33.0's scheduler and
+NIXL connector (scheduler and worker sides) over host KV caches (:class:`Engine`, served
+by ``lab.kit.Child``), the KV pattern written into and checked in its blocks, and
+:class:`Timing`: when each transfer started and ended, from the worker's own calls. The
+shims and what is measured are in ``lab.stack_vllm``'s module docs."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Dict, List
+
+import numpy as np
+
+from lab import stack_common as sc
+
+LAYERS = 32
+BLOCK = 16
+HEADS = 8
+HEAD = 128
+WORDS = HEAD * 2 // 8  # a token's K (or V) of one head, in uint64 words: 32
+BLOCK_BYTES = LAYERS * 2 * BLOCK * HEADS * HEAD * 2  # one block, every layer, K and V: 2 MiB
+MODEL = "Qwen/Qwen3-0.6B"  # 8 KV heads of 128; 32 layers by hf_overrides
+STEP_TIMEOUT = 120.0  # seconds a request may take before the run is an error
+PYTHON = Path(__file__).resolve().parents[1]
+#: vLLM's connector for each NIXL mode (``nixl/connector.py``: ``NixlConnector`` is the
+#: pull connector's old name).
+CONNECTORS = {"pull": "NixlConnector", "push": "NixlPushConnector"}
+
+
+class Engine:
+    """vLLM's scheduler and NIXL connector (both sides) over host KV caches."""
+
+    def __init__(self, role: str, blocks: int, side_port: int, dist_port: int, plugin: bool,
+                 mode: str = "pull"):
+        os.environ.update(VLLM_TARGET_DEVICE="cpu", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                          VLLM_NIXL_SIDE_CHANNEL_HOST="127.0.0.1",
+                          VLLM_NIXL_SIDE_CHANNEL_PORT=str(side_port),
+                          UCX_RCACHE_MAX_UNRELEASED="1024")
+        home = PYTHON.parent / "target" / "vllm-hf"
+        os.environ["HF_HOME"] = str(home)
+        os.environ.pop("CORUN_VLLM", None)
+        if plugin:
+            os.environ["CORUN_VLLM"] = "all"
+        from lab import vllm_suite
+
+        vllm_suite.write_hf_cache(home)
+        # Shim: the `nixl` meta package's names (see the module docs).
+        sc.alias_nixl()
+        import torch
+        import vllm.plugins
+        from vllm.config import (CacheConfig, DeviceConfig, KVTransferConfig, ModelConfig,
+                                 SchedulerConfig, VllmConfig, set_current_vllm_config)
+
+        # As `vllm serve` does in every process, before anything is built.
+        vllm.plugins.load_general_plugins()
+        from corun import vllm_plugin
+
+        self.plugin = vllm_plugin
+        self.role = role
+        producer = role == "prefill"
+        max_len = blocks // 2 * BLOCK  # a request is at most a quarter of the pool
+        model = ModelConfig(model=MODEL, dtype="bfloat16", seed=0, max_model_len=max_len,
+                            hf_overrides={"num_hidden_layers": LAYERS})
+        cfg = VllmConfig(
+            model_config=model,
+            cache_config=CacheConfig(block_size=BLOCK, enable_prefix_caching=True),
+            scheduler_config=SchedulerConfig(max_num_seqs=256, max_num_batched_tokens=max_len,
+                                             max_model_len=max_len, is_encoder_decoder=False),
+            kv_transfer_config=KVTransferConfig(
+                kv_connector=CONNECTORS[mode],
+                kv_role="kv_producer" if producer else "kv_consumer",
+                engine_id=f"{role}-engine"),
+            device_config=DeviceConfig("cpu"))
+        # vLLM's workers and scheduler read the config from this context while built; it
+        # stays set for the process's life (kept referenced: its exit clears it).
+        self._ctx = set_current_vllm_config(cfg)
+        self._ctx.__enter__()
+        from vllm.distributed import init_distributed_environment, initialize_model_parallel
+
+        init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                     distributed_init_method=f"tcp://127.0.0.1:{dist_port}")
+        initialize_model_parallel(1, 1)
+
+        from vllm.v1.attention.backends.utils import resolve_kv_cache_layout
+        from vllm.v1.core import kv_cache_planning as plan
+        from vllm.v1.core.kv_cache_utils import (generate_scheduler_kv_cache_config,
+                                                 get_request_block_hasher, init_none_hash)
+        from vllm.v1.core.sched.scheduler import Scheduler
+        from vllm.v1.kv_cache_interface import FullAttentionSpec
+        from vllm.v1.structured_output import StructuredOutputManager
+        from vllm.v1.worker.utils import allocate_kv_cache
+        from vllm.utils.hashing import get_hash_fn_by_name
+
+        spec = FullAttentionSpec(block_size=BLOCK, num_kv_heads=HEADS, head_size=HEAD,
+                                 dtype=torch.bfloat16)
+        self.names = [f"model.layers.{i}.self_attn.attn" for i in range(LAYERS)]
+        specs = {n: spec for n in self.names}
+        # EngineCore._initialize_kv_caches, for one worker with this much KV memory.
+        layout = resolve_kv_cache_layout(cfg, [["LBHNC"]], list(specs.values()))
+        groups = plan.get_global_kv_cache_groups(cfg, [specs])
+        kcc = plan.get_kv_cache_configs(cfg, [specs], [spec.page_size_bytes * LAYERS * blocks], groups)
+        for k in kcc:
+            k.kv_cache_layout = cfg.cache_config.kv_cache_layout
+        sched_kcc = generate_scheduler_kv_cache_config(kcc)
+        cfg.cache_config.num_gpu_blocks = sched_kcc.num_blocks
+        self.sched = Scheduler(vllm_config=cfg, kv_cache_config=sched_kcc,
+                               structured_output_manager=StructuredOutputManager(cfg),
+                               block_size=BLOCK, hash_block_size=BLOCK)
+        hash_fn = get_hash_fn_by_name(cfg.cache_config.prefix_caching_hash_algo)
+        init_none_hash(hash_fn)
+        self.hasher = get_request_block_hasher(BLOCK, hash_fn)
+
+        from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+        from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+        from vllm.distributed.kv_transfer.kv_connector.v1.nixl import base_worker
+        from vllm.v1.attention.backends.flash_attn import FlashAttentionBackend
+
+        # Shim: the backend a CUDA deployment selects (see the module docs).
+        base_worker.get_current_attn_backends = lambda *a, **k: [FlashAttentionBackend]
+        self.conn = KVConnectorFactory.create_connector(cfg, KVConnectorRole.WORKER, kcc[0])
+        self.caches = allocate_kv_cache(kcc[0], torch.device("cpu"), layout, kernel_block_sizes=[BLOCK])
+        self.conn.register_kv_caches(self.caches)
+        # EngineCore._set_kv_connector_handshake_metadata: the scheduler side's side
+        # channel serves the worker's agent metadata.
+        self.sched.get_kv_connector().set_xfer_handshake_metadata_pp_aware(
+            {(0, 0): self.conn.get_handshake_metadata()})
+        # uint64 views of each layer's [B, H, N, C] cache: C is K's 128 then V's 128 bf16.
+        self.words = [self.caches[n].view(torch.int16).numpy().view(np.uint64) for n in self.names]
+        self.worker = self.conn.connector_worker
+        self.received: set = set()  # requests whose pull NIXL reported done
+        # The side that posts the transfers measures them: pull mode's reader (decode),
+        # push mode's writer (prefill).
+        self.timing = Timing(self.worker, mode) if producer == (mode == "push") else None
+        self.params: Dict[str, Any] = {}
+        self.owners: Dict[str, np.ndarray] = {}
+        self.live: deque = deque()
+
+    # -- the engine step (the model runner's connector calls around a shimmed forward) --
+
+    def step(self):
+        from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput
+
+        out = self.sched.schedule()
+        meta = out.kv_connector_metadata
+        if meta is not None:
+            self.conn.bind_connector_metadata(meta)
+            self.conn.start_load_kv(None)
+        self.forward(out)
+        if meta is not None:
+            self.conn.wait_for_save()
+        sending, recving = self.conn.get_finished(set(out.finished_req_ids))
+        if meta is not None:
+            self.conn.clear_connector_metadata()
+        ids = list(out.num_scheduled_tokens)
+        stats = self.conn.get_kv_connector_stats()
+        if stats is not None and self.timing is not None:
+            self.timing.add_stats(stats)
+        mro = ModelRunnerOutput(
+            req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+            sampled_token_ids=[[7] for _ in ids],
+            kv_connector_output=KVConnectorOutput(finished_sending=sending or None,
+                                                  finished_recving=recving or None))
+        outputs = self.sched.update_from_output(out, mro)
+        for eco in outputs.values():
+            for o in eco.outputs:
+                if o.kv_transfer_params is not None:
+                    self.params[o.request_id] = o.kv_transfer_params
+        self.received |= recving or set()
+
+    def forward(self, out):
+        """The shimmed forward: the pattern into the slots of the prompt tokens scheduled
+        this step, on either side, as a model writes their KV (the prefill side's
+        prompts; on the decode side the prompt a preempted request recomputes, and the
+        prompt's last token, which vLLM computes locally after a pull; whole blocks:
+        prompts are block-aligned and prefix hits are whole blocks)."""
+        for rid, n in out.num_scheduled_tokens.items():
+            req = self.sched.requests[rid]
+            owners = self.owners.get(rid)
+            # schedule() has already counted this step's tokens as computed
+            # (Scheduler._update_after_schedule).
+            start = req.num_computed_tokens - n
+            if owners is None or start >= len(owners) * BLOCK:
+                continue  # a decode token: no KV the transfer carries
+            blocks = self.sched.kv_cache_manager.get_block_ids(rid)[0]
+            write_tokens(self.words, blocks, owners, start, min(start + n, len(owners) * BLOCK))
+
+    # -- commands --
+
+    def add(self, spec: sc.StreamRequest, params: Dict[str, Any], max_tokens: int):
+        from vllm.sampling_params import SamplingParams
+        from vllm.v1.request import Request
+
+        rid = f"req-{spec.index}"
+        sp = SamplingParams(max_tokens=max_tokens, ignore_eos=True,
+                            extra_args={"kv_transfer_params": params})
+        req = Request(request_id=rid, prompt_token_ids=sc.prompt_token_ids(spec, BLOCK),
+                      sampling_params=sp, pooling_params=None, block_hasher=self.hasher)
+        self.owners[rid] = np.asarray(spec.owners, dtype=np.uint64)
+        self.sched.add_request(req)
+        return rid
+
+    def prefill(self, spec: sc.StreamRequest):
+        """Prefills one request (one output token: it finishes, its blocks held for the
+        pull); returns its kv_transfer_params for the decode side."""
+        rid = self.add(spec, {"do_remote_decode": True}, max_tokens=1)
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while rid not in self.params:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"prefill of {rid} not done after {STEP_TIMEOUT:.0f} s")
+            self.step()
+        self.owners.pop(rid, None)
+        return self.params.pop(rid)
+
+    def decode(self, spec: sc.StreamRequest, params: Dict[str, Any], occupancy: float):
+        """Adds one remote-prefill request and steps until its KV has arrived and its
+        prompt is computed; checks every block of its prompt. Returns (bytes checked,
+        bytes bad)."""
+        pool = self.sched.kv_cache_manager.block_pool
+        total = pool.num_gpu_blocks - 1
+        # Hold the pool at the workload's occupancy: the oldest live requests finish.
+        while self.live and pool.get_num_free_blocks() - spec.blocks < (1 - occupancy) * total:
+            self.finish(self.live.popleft())
+        rid = self.add(spec, dict(params, do_remote_prefill=True), max_tokens=1_000_000)
+        req = self.sched.requests[rid]
+        deadline = time.monotonic() + STEP_TIMEOUT
+        # The scheduler counts the pulled tokens as computed when it allocates them; the
+        # bytes are there once the worker reported the pull done and the request runs.
+        while rid not in self.received or req.num_computed_tokens < spec.tokens(BLOCK):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"decode of {rid} not done after {STEP_TIMEOUT:.0f} s "
+                                   f"(status {req.status})")
+            self.step()
+        self.received.discard(rid)
+        self.live.append(rid)
+        blocks = self.sched.kv_cache_manager.get_block_ids(rid)[0][:spec.blocks]
+        return check_blocks(self.words, blocks, self.owners[rid])
+
+    def drain(self):
+        """Steps until every transfer this side posted was seen DONE (push: the prefill
+        side polls its WRITE handles after the decode side's notification arrived)."""
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while self.timing is not None and self.timing.pending() and time.monotonic() < deadline:
+            self.step()
+            time.sleep(0.001)
+
+    # -- the kit's protocol (lab.kit): stepped between commands, its figures at exit --
+
+    def idle(self):
+        """A step between commands: the connector's notifications are served (the prefill
+        side frees the blocks a reader is done with), requests decode."""
+        self.step()
+
+    def exit(self):
+        """Drains, then this side's plugin counters, placement times and timing."""
+        self.drain()
+        return dict(counters=self.plugin.counters(), place_times=self.plugin.place_times(),
+                    timing=self.timing.summary() if self.timing else None)
+
+    def finish(self, rid):
+        from vllm.v1.request import RequestStatus
+
+        self.sched.finish_requests([rid], RequestStatus.FINISHED_ABORTED)
+        self.owners.pop(rid, None)
+
+
+def write_tokens(words, blocks, owners, start, end):
+    """The pattern into the slots of the request's tokens ``start``..``end`` (``blocks``:
+    all of its block ids; ``owners``: per block). Only those slots are written: a
+    block's other slots keep what a transfer brought, so its check still tests them."""
+    a, b = -(-start // BLOCK), end // BLOCK  # the whole blocks inside the range
+    if a < b:
+        _write(words, blocks[a:b], owners, a, 0, BLOCK)
+    for blk in sorted({start // BLOCK, (end - 1) // BLOCK} - set(range(a, b))):
+        lo, hi = max(start, blk * BLOCK) - blk * BLOCK, min(end, (blk + 1) * BLOCK) - blk * BLOCK
+        if lo < hi:
+            _write(words, blocks[blk:blk + 1], owners, blk, lo, hi)
+
+
+def _write(words, blocks, owners, first, lo, hi):
+    """Slots ``lo``..``hi`` of the request's blocks ``first``.. (ids ``blocks``)."""
+    idx = np.asarray(blocks, dtype=np.int64)
+    tokens = np.arange(first, first + len(idx))[:, None] * BLOCK + np.arange(lo, hi)[None, :]
+    own = np.repeat(owners[first:first + len(idx)][:, None], hi - lo, axis=1)
+    for layer, w in enumerate(words):
+        for kv in (0, 1):
+            # [blocks, N, H, words] of the pattern, stored [blocks, H, N, words].
+            pat = sc.pattern(own, layer, kv, tokens, (HEADS, WORDS))
+            w[idx, :, lo:hi, kv * WORDS:(kv + 1) * WORDS] = pat.transpose(0, 2, 1, 3)
+
+
+def check_blocks(words, blocks, owners):
+    """(bytes checked, bytes bad) over every block of the request's prompt."""
+    idx = np.asarray(blocks, dtype=np.int64)
+    tokens = np.arange(len(idx))[:, None] * BLOCK + np.arange(BLOCK)[None, :]
+    own = np.repeat(owners[:len(idx)][:, None], BLOCK, axis=1)
+    checked = bad = 0
+    for layer, w in enumerate(words):
+        got = w[idx]
+        for kv in (0, 1):
+            part = got[:, :, :, kv * WORDS:(kv + 1) * WORDS].transpose(0, 2, 1, 3)
+            bad += sc.check(part, own, layer, kv, tokens)
+            checked += part.nbytes
+    return checked, bad
+
+
+class Timing:
+    """Per request: when vLLM started its transfer (pull: ``_read_blocks_for_req`` called
+    on the decode side; push: ``_xfer_blocks_for_req`` called by the prefill side's
+    ``nixl-push-writer`` thread), how long it spent posting (inside that call), the ids it
+    handed NIXL (``make_prepped_xfer``) and when NIXL said DONE for its last handle; and
+    vLLM's own transfer stats (``NixlKVConnectorStats``: NIXL's descCount, post and
+    transfer durations). Wraps the worker's calls without changing what they do."""
+
+    def __init__(self, worker, mode: str = "pull"):
+        self.start: Dict[str, float] = {}
+        self.post: Dict[str, float] = {}
+        self.done: Dict[str, float] = {}
+        self.handles: Dict[Any, str] = {}
+        self.handed = 0
+        self.stats: Dict[str, List[float]] = {}
+        # The request whose transfer the calling thread is posting: push posts from the
+        # writer thread while the engine thread polls.
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        name = "_xfer_blocks_for_req" if mode == "push" else "_read_blocks_for_req"
+        post = getattr(worker, name)
+        nixl = worker.nixl_wrapper
+        make = nixl.make_prepped_xfer  # the plugin's ordering wrapper, when it is on
+        check = nixl.check_xfer_state
+
+        def timed_post(*args, **kwargs):
+            # Both take (req_id, meta); push calls them by keyword.
+            req_id = kwargs["req_id"] if "req_id" in kwargs else args[0]
+            t = time.perf_counter()
+            with self.lock:
+                self.start.setdefault(req_id, t)
+            self.local.current = req_id
+            try:
+                return post(*args, **kwargs)
+            finally:
+                self.local.current = None
+                with self.lock:
+                    self.post[req_id] = self.post.get(req_id, 0.0) + time.perf_counter() - t
+
+        def counted_make(*args, **kwargs):
+            ids = args[2] if len(args) > 2 else kwargs.get("local_xfer_side_desc_ids", ())
+            handle = make(*args, **kwargs)
+            current = getattr(self.local, "current", None)
+            with self.lock:
+                self.handed += len(ids)
+                if current is not None:
+                    self.handles[handle] = current
+            return handle
+
+        def timed_check(handle):
+            state = check(handle)
+            if state == "DONE":
+                with self.lock:
+                    if handle in self.handles:
+                        self.done[self.handles.pop(handle)] = time.perf_counter()
+            return state
+
+        setattr(worker, name, timed_post)
+        nixl.make_prepped_xfer = counted_make
+        nixl.check_xfer_state = timed_check
+
+    def pending(self) -> int:
+        """Handles posted and not yet seen DONE."""
+        with self.lock:
+            return len(self.handles)
+
+    def add_stats(self, stats):
+        for k, v in stats.data.items():
+            self.stats.setdefault(k, []).extend(v)
+
+    def summary(self):
+        rids = [r for r in self.start if r in self.done]
+        xfer = [(self.done[r] - self.start[r]) * 1e3 for r in rids]
+        post = sum(self.post[r] for r in rids) * 1e3
+        s = self.stats
+        return dict(xfer_ms=xfer, handed=self.handed, post_ms=post,
+                    nixl_posted=int(sum(s.get("num_descriptors", []))),
+                    nixl_post_s=float(sum(s.get("post_duration", []))),
+                    nixl_xfer_s=float(sum(s.get("transfer_duration", []))))
