@@ -3,6 +3,7 @@
     python python/stack_e2e.py --stack vllm            # lab.stack_vllm: vLLM 0.33.0's NIXL connector
     python python/stack_e2e.py --stack sglang          # lab.stack_sglang
     python python/stack_e2e.py --stack vllm --quick    # CI's short form
+    python python/stack_e2e.py --grid [--quick]        # lab.stack_grid: every stack, model, block size
 
 Each stack's module says what it builds, what it measures and which lines it shims; both
 print one line per mode and way (``lab.stack_common.stack_line``):
@@ -20,6 +21,8 @@ STACKS = {"vllm": "lab.stack_vllm", "sglang": "lab.stack_sglang"}
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--grid" in argv:
+        return importlib.import_module("lab.stack_grid").main(argv) or 0
     stack = None
     for i, a in enumerate(argv):
         if a == "--stack" and i + 1 < len(argv):

@@ -29,5 +29,9 @@ a package (pytest's ``pythonpath`` in ``pyproject.toml``).
 - ``stack_common``, ``stack_vllm`` (its engine side ``vllm_engine``), ``stack_sglang`` (its
   sides ``sglang_sides``): real bytes through the stacks' own connectors (``python
   python/stack_e2e.py --stack vllm|sglang``), their processes started with ``kit``, on the
-  shared options, request stream, alternation and line of ``stack_common``.
+  shared options (``--model``, ``--block-tokens``: ``stack_common.MODELS``), request
+  stream, alternation and line of ``stack_common``; ``stack_grid`` runs them all over
+  models and block sizes (``stack_e2e.py --grid``), ``cost_model`` fits each engine's
+  ``time = a + b * posted + bytes / c`` from their lines and prices them at the field's
+  costs (a projection).
 """

@@ -14,7 +14,14 @@ from lab import kit
 
 class MooncakeCounted:
     """Wraps the engine object's ``batch_transfer_sync*`` methods: descriptors, calls,
-    failures (a return below 0 or an exception), seconds inside the engine."""
+    failures (a return below 0 or an exception), seconds inside the engine. The calls
+    are synchronous: their seconds are the transfer's, post and wait together."""
+
+    asynchronous = False
+
+    def posted(self) -> int:
+        """Descriptors the engine took (it merges none)."""
+        return self.descriptors
 
     def __init__(self, engine):
         self.descriptors = self.calls = self.failed = 0
@@ -49,7 +56,15 @@ class NixlCounted:
     failures (an exception, or ERR from ``transfer`` / ``check_xfer_state``), seconds
     inside the making and posting calls, and ``extra["nixl_posted"]``: the descriptors
     NIXL posted after its merge, from each transfer's telemetry once it is DONE. The
-    prefill side's transfer workers are threads, hence the lock."""
+    prefill side's transfer workers are threads, hence the lock. NIXL posts
+    asynchronously: the seconds are the prep and the post, the wait is the caller's."""
+
+    asynchronous = True
+
+    def posted(self) -> int:
+        """Descriptors NIXL posted after its merge, of the transfers DONE so far."""
+        with self._lock:
+            return int(self.extra["nixl_posted"])
 
     def __init__(self, agent):
         self.agent = agent

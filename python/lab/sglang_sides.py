@@ -19,21 +19,50 @@ STACK = "sglang"
 #: The connectors this module runs, the first the default (``--connector``).
 CONNECTORS = ("mooncake", "nixl")
 MODE = "pd"
-LAYERS = 32  # K and V each: 64 registered buffers a side
-HEADS, HEAD_DIM = 1, 128  # bf16: 256 bytes a token a buffer (one KV head of a TP-8 rank)
-DTYPE_BYTES = 2
-# Pages a side (prefill, decode); 16-token pages: 4 KiB a page a buffer, 256 KiB a page in
-# all 64 buffers: 1.0 and 1.5 GiB (quick: 128 and 192 MiB).
-POOLS = {False: (4096, 6144), True: (512, 768)}
-# Mooncake's TCP transport rejects a batch of 4,096 ("TCP lane queue-full"): SGLang's own
-# bound on indices a batch (SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES) keeps every batch at
-# most this many pages x 64 buffers.
-BATCH_INDICES = 32
+#: The model a run takes unless ``--model`` says (``lab.stack_common.MODELS``): one KV
+#: head of 128 a rank (Llama-3-8B at TP8), K and V of 32 layers: 64 buffers a side.
+MODEL = "llama3-8b-tp8"
+#: KV bytes a side's pool holds (prefill, decode), whatever the model and page size:
+#: 1.0 and 1.5 GiB (quick: 128 and 192 MiB).
+POOL_BYTES = {False: (1 << 30, 3 << 29), True: (128 << 20, 192 << 20)}
+#: DeepSeek's MLA latent, as its model config gives SGLang's ``MLATokenToKVPool``.
+KV_LORA_RANK, QK_ROPE_HEAD_DIM = 512, 64
+# Mooncake's TCP transport rejects a batch of 4,096 slices ("TCP lane queue-full"): SGLang's
+# own bound on indices a batch (SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES) keeps every
+# batch at most this many descriptors however the pages fall (indices x buffers).
+BATCH_DESCRIPTORS = 2048
 POLL_TIMEOUT = 120.0  # seconds a request may take to reach Success before it is an error
 START_TIMEOUT = 300.0  # seconds a side may take to start (imports: ~20 s each here)
 
 
+def pool_pages(model: sc.ModelShape, page_tokens: int, quick: bool):
+    """(prefill, decode) pages: :data:`POOL_BYTES` of ``model``'s KV in ``page_tokens``-token
+    pages."""
+    page = page_tokens * model.buffers * model.token_bytes
+    return tuple(b // page for b in POOL_BYTES[bool(quick)])
+
+
+def batch_indices(model: sc.ModelShape) -> int:
+    """SGLang's Mooncake bound on page indices a batch for ``model``: 32 for 64 buffers."""
+    return max(1, BATCH_DESCRIPTORS // model.buffers)
+
+
+def kv_parts(model: sc.ModelShape):
+    """The pattern's K/V index of each buffer a layer: K and V, or MLA's one latent."""
+    return (0,) if model.mla else (0, 1)
+
+
 # --- shims (see the module docs) ------------------------------------------------------
+
+
+class _Kv:
+    def __init__(self):
+        self.req_pool_idx = None
+        self.kv_allocated_len = self.kv_committed_len = 0
+
+    @property
+    def holds_kv(self):
+        return self.req_pool_idx is not None
 
 
 class _Req:
@@ -41,19 +70,40 @@ class _Req:
         self.bootstrap_room = room
         self.disagg_kv_sender = sender
         self.disagg_decode_prefix_len = 0
+        self.prefix_len = 0
+        self.kv = _Kv()
 
 
 class _Batch:
-    def __init__(self, reqs):
-        self.reqs = reqs
+    """What ``alloc_for_extend`` reads of a ``ScheduleBatch`` of new requests (no prefix)."""
+
+    def __init__(self, reqs, tokens, tree, req_to_token):
+        import torch
+
+        self.reqs, self.tree_cache, self.req_to_token_pool = reqs, tree, req_to_token
+        self.device, self.hisparse_coordinator = "cpu", None
+        self.prefix_lens, self.extend_lens = [0] * len(reqs), list(tokens)
+        self.seq_lens_cpu = torch.tensor(tokens, dtype=torch.int64)
+        self.seq_lens = self.seq_lens_cpu
+        self.extend_num_tokens = sum(tokens)
+
+    def maybe_evict_swa(self):
+        pass
+
+    def is_dllm(self):
+        return False
 
 
 class _NoPrefixCache:
-    def __init__(self, allocator):
+    def __init__(self, allocator, page_tokens):
         self.token_to_kv_pool_allocator = allocator
+        self.page_size = page_tokens
 
     def supports_prefix_sharing(self):
         return False
+
+    def maybe_hand_to_session(self, req):
+        pass
 
     def pretty_print(self):
         pass
@@ -78,9 +128,13 @@ def _backend(connector: str):
     return TransferBackend.MOONCAKE if connector == "mooncake" else TransferBackend.NIXL
 
 
-def _setup(role: str, connector: str, port: int, pages: int, page_tokens: int):
+def _setup(role: str, connector: str, port: int, pages: int, page_tokens: int,
+           model: sc.ModelShape):
     """SGLang's pieces for ``role`` over ``connector``: (manager, pool, allocator,
-    metadata allocator, counted engine, bootstrap server or None, how corun was loaded)."""
+    metadata allocator, counted engine, bootstrap server or None, how corun was loaded).
+    The pool and allocator are those SGLang's ``kv_cache_configurator`` picks for the
+    model and page size: ``MHATokenToKVPool`` or (MLA) ``MLATokenToKVPool``;
+    ``PagedTokenToKVPoolAllocator`` or (1-token pages) ``TokenToKVPoolAllocator``."""
     import torch
     from sglang.srt import runtime_context as rc
     from sglang.srt.server_args import ServerArgs
@@ -99,7 +153,8 @@ def _setup(role: str, connector: str, port: int, pages: int, page_tokens: int):
     from sglang.srt.distributed.device_communicators.mooncake_transfer_engine import (
         init_mooncake_transfer_engine)
     from sglang.srt.mem_cache.allocator.paged import PagedTokenToKVPoolAllocator
-    from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool
+    from sglang.srt.mem_cache.allocator.token import TokenToKVPoolAllocator
+    from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, MLATokenToKVPool
 
     backend = _backend(connector)
     counted = None
@@ -109,11 +164,21 @@ def _setup(role: str, connector: str, port: int, pages: int, page_tokens: int):
     if role == "prefill":
         server = get_kv_class(backend, KVClassType.BOOTSTRAP_SERVER)("127.0.0.1", port)
 
-    pool = MHATokenToKVPool(size=pages * page_tokens, page_size=page_tokens, dtype=torch.bfloat16,
-                            head_num=HEADS, head_dim=HEAD_DIM, layer_num=LAYERS, device="cpu",
-                            enable_memory_saver=False)
-    allocator = PagedTokenToKVPoolAllocator(pages * page_tokens, page_tokens, torch.bfloat16, "cpu",
-                                            kvcache=pool, need_sort=True)
+    size, bf16 = pages * page_tokens, torch.bfloat16
+    if model.mla:
+        assert KV_LORA_RANK + QK_ROPE_HEAD_DIM == model.head_dim, model
+        pool = MLATokenToKVPool(size, page_tokens, bf16, kv_lora_rank=KV_LORA_RANK,
+                                qk_rope_head_dim=QK_ROPE_HEAD_DIM, layer_num=model.layers,
+                                device="cpu", enable_memory_saver=False)
+    else:
+        pool = MHATokenToKVPool(size=size, page_size=page_tokens, dtype=bf16,
+                                head_num=model.kv_heads, head_dim=model.head_dim,
+                                layer_num=model.layers, device="cpu", enable_memory_saver=False)
+    if page_tokens == 1:
+        allocator = TokenToKVPoolAllocator(size, bf16, "cpu", kvcache=pool, need_sort=True)
+    else:
+        allocator = PagedTokenToKVPoolAllocator(size, page_tokens, bf16, "cpu", kvcache=pool,
+                                                need_sort=True)
     slots = 64
     meta = MetadataBuffers(slots, hidden_size=16, hidden_states_dtype=torch.bfloat16,
                            max_sampling_mask_tokens=0)
@@ -130,11 +195,11 @@ def _setup(role: str, connector: str, port: int, pages: int, page_tokens: int):
     kv_args.kv_data_ptrs, kv_args.kv_data_lens, kv_args.kv_item_lens = get_kv_transfer_buf_infos(pool)
     if connector == "nixl":  # host memory (a shim: see the module docs)
         kv_args.kv_data_mem_kinds = ["DRAM"] * len(kv_args.kv_data_ptrs)
-    kv_args.prefill_end_layer = LAYERS
+    kv_args.prefill_end_layer = model.layers
     kv_args.num_draft_entries = 0
-    kv_args.kv_layer_ids = []  # what build_kv_layer_ids gives an MHA pool: positional pairing
-    kv_args.kv_head_num = HEADS
-    kv_args.total_kv_head_num = HEADS
+    kv_args.kv_layer_ids = []  # what build_kv_layer_ids gives these pools: positional pairing
+    kv_args.kv_head_num = model.kv_heads
+    kv_args.total_kv_head_num = model.kv_heads
     kv_args.page_size = page_tokens
     kv_args.aux_data_ptrs, kv_args.aux_data_lens, kv_args.aux_item_lens = meta.get_buf_infos()
     kv_args.ib_device = None
@@ -146,18 +211,23 @@ def _setup(role: str, connector: str, port: int, pages: int, page_tokens: int):
     kv_args.is_hybrid_mla_backend = False
     kv_args.mla_compression_ratios = None
     mode = DisaggregationMode.PREFILL if role == "prefill" else DisaggregationMode.DECODE
-    mgr = get_kv_class(backend, KVClassType.MANAGER)(kv_args, mode, sa, False)
+    mgr = get_kv_class(backend, KVClassType.MANAGER)(kv_args, mode, sa, model.mla)
     if counted is None:  # NIXL: the agent is the manager's own, made in its __init__
         counted = NixlCounted(mgr.agent)
     return mgr, pool, allocator, ReqToMetadataIdxAllocator(slots), counted, server, loaded
 
 
-def _layer_words(pool, layer: int, kv: int) -> np.ndarray:
-    """A layer's K (kv 0) or V buffer as (token slots, 8-byte words), over its memory."""
+def _layer_words(pool, model: sc.ModelShape):
+    """Each layer's buffers (:func:`kv_parts`: K and V, or MLA's latent) as (token slots,
+    8-byte words) over their memory."""
     import torch
 
-    buf = (pool.k_buffer if kv == 0 else pool.v_buffer)[layer]
-    return buf.view(torch.uint8).view(buf.shape[0], -1).numpy().view(np.uint64)
+    def words(buf):
+        return buf.view(torch.uint8).view(buf.shape[0], -1).numpy().view(np.uint64)
+
+    if model.mla:
+        return [[words(pool.kv_buffer[layer])] for layer in range(model.layers)]
+    return [[words(pool.k_buffer[layer]), words(pool.v_buffer[layer])] for layer in range(model.layers)]
 
 
 def _token_slots(pages: np.ndarray, page_tokens: int) -> np.ndarray:
@@ -186,8 +256,9 @@ def _decode(cfg) -> dict:
     from sglang.srt.disaggregation.utils import KVClassType, get_kv_class
 
     ps, pages = cfg["page_tokens"], cfg["decode_pages"]
+    model = cfg["model"]
     mgr, pool, allocator, meta_alloc, counted, _, loaded = _setup(
-        "decode", cfg["connector"], cfg["port"], pages, ps)
+        "decode", cfg["connector"], cfg["port"], pages, ps, model)
     receiver_cls = get_kv_class(_backend(cfg["connector"]), KVClassType.RECEIVER)
     addr = f"127.0.0.1:{cfg['port']}"
     deadline = time.monotonic() + START_TIMEOUT
@@ -199,7 +270,7 @@ def _decode(cfg) -> dict:
     workload = cfg["workload"]
     live: Dict[int, List] = {}  # request index -> [token slots tensors]
     res = dict(requests=0, bytes_checked=0, bytes_bad=0, errors=0, loaded=loaded)
-    words = [[_layer_words(pool, layer, kv) for kv in (0, 1)] for layer in range(LAYERS)]
+    words = _layer_words(pool, model)
     limit = int(workload.occupancy * pages)
 
     def used():
@@ -235,8 +306,8 @@ def _decode(cfg) -> dict:
             continue
         slots = _token_slots(page_ids, ps)
         owners, tokens = sc.token_owners(req, ps), np.arange(len(slots))
-        for layer in range(LAYERS):
-            for kv in (0, 1):
+        for layer in range(model.layers):
+            for kv in kv_parts(model):
                 got = words[layer][kv][slots]
                 res["bytes_bad"] += sc.check(got, owners, layer, kv, tokens)
                 res["bytes_checked"] += got.nbytes
@@ -254,29 +325,37 @@ def _decode(cfg) -> dict:
 def _prefill(cfg):
     """The prefill side's figures, and its bootstrap server (kept up until the decode side
     is done)."""
-    import torch
     from sglang.srt.disaggregation.base.conn import KVPoll
     from sglang.srt.disaggregation.utils import KVClassType, get_kv_class
     from sglang.srt.mem_cache import allocation
+    from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
 
-    ps, pages = cfg["page_tokens"], cfg["prefill_pages"]
+    ps, pages, model = cfg["page_tokens"], cfg["prefill_pages"], cfg["model"]
     mgr, pool, allocator, meta_alloc, counted, server, loaded = _setup(
-        "prefill", cfg["connector"], cfg["port"], pages, ps)
+        "prefill", cfg["connector"], cfg["port"], pages, ps, model)
     sender_cls = get_kv_class(_backend(cfg["connector"]), KVClassType.SENDER)
     addr = f"127.0.0.1:{cfg['port']}"
-    words = [[_layer_words(pool, layer, kv) for kv in (0, 1)] for layer in range(LAYERS)]
-    tree = _NoPrefixCache(allocator)
-    live: Dict[int, torch.Tensor] = {}  # oldest first
+    words = _layer_words(pool, model)
+    tree = _NoPrefixCache(allocator, ps)
+    # SGLang's request rows (req_to_token), for alloc_for_extend to write.
+    rows = ReqToTokenPool(size=64, max_context_len=pages * ps, device="cpu", enable_memory_saver=False)
+    live: Dict[int, tuple] = {}  # oldest first: (token slots, the request's row)
     limit = int(cfg["workload"].occupancy * pages)
-    res = dict(requests=0, errors=0, xfer_ms=[], loaded=loaded)
+    res = dict(requests=0, errors=0, xfer_ms=[], post_ms=[], engine_ms=[], posted=[], bytes=[],
+               loaded=loaded)
 
     def used():
         return pages - allocator.available_size() // ps
 
+    def drop_oldest():
+        loc, row = live.pop(next(iter(live)))
+        allocator.free(loc)
+        rows.free_rows([row])
+
     for req in _stream(cfg):
         room = cfg["room0"] + req.index
-        while live and used() + req.blocks > limit:
-            allocator.free(live.pop(next(iter(live))))
+        while live and (used() + req.blocks > limit or rows.available_size() == 0):
+            drop_oldest()
         sender = sender_cls(mgr, addr, room)
         # The bootstrap queue: wait for the decode side's pages (WaitingForInput).
         state = _wait(sender.poll, KVPoll.WaitingForInput, time.monotonic() + POLL_TIMEOUT)
@@ -285,39 +364,44 @@ def _prefill(cfg):
             continue
         aux = meta_alloc.alloc()
         sender.init(req.blocks, aux)
-        n = req.tokens(ps)
-        zero, seq = torch.zeros(1, dtype=torch.int64), torch.tensor([n], dtype=torch.int64)
-        try:
-            loc = allocation.alloc_paged_token_slots_extend(
-                tree_cache=tree, prefix_lens=zero, prefix_lens_cpu=zero, seq_lens=seq,
-                seq_lens_cpu=seq, last_loc=torch.full((1,), -1, dtype=torch.int64),
-                extend_num_tokens=n, batch=_Batch([_Req(room, sender)]))
+        one = _Req(room, sender)
+        try:  # ScheduleBatch.prepare_for_extend's allocation, SGLang's own
+            loc = allocation.alloc_for_extend(_Batch([one], [req.tokens(ps)], tree, rows))[0]
         except RuntimeError:  # SGLang's "Prefill out of memory": nothing left to drop
             res["errors"] += 1
             continue
-        live[req.index] = loc
+        live[req.index] = (loc, one.kv.req_pool_idx)
         page_ids = (loc[::ps] // ps).numpy().astype(np.int32)
         slots = _token_slots(page_ids, ps)
         owners, tokens = sc.token_owners(req, ps), np.arange(len(slots))
         tmp = np.empty((len(slots), words[0][0].shape[1]), dtype=np.uint64)
-        for layer in range(LAYERS):
-            for kv in (0, 1):
+        for layer in range(model.layers):
+            for kv in kv_parts(model):
                 sc.fill(tmp, owners, layer, kv, tokens)
                 words[layer][kv][slots] = tmp
+        before = counted.seconds, counted.posted()
         t = time.perf_counter()
         sender.send(page_ids)
         state = _wait(sender.poll, KVPoll.Success, time.monotonic() + POLL_TIMEOUT)
+        xfer = (time.perf_counter() - t) * 1e3
         meta_alloc.free(aux)
         if state != KVPoll.Success:
             res["errors"] += 1
             continue
-        res["xfer_ms"].append((time.perf_counter() - t) * 1e3)
+        # Batches of one request, in turn: the engine's figures since send are this one's.
+        inside = (counted.seconds - before[0]) * 1e3
+        post = inside if counted.asynchronous else xfer - inside
+        res["xfer_ms"].append(xfer)
+        res["post_ms"].append(post)
+        res["engine_ms"].append(xfer - post)
+        res["posted"].append(counted.posted() - before[1])
+        res["bytes"].append(len(slots) * model.buffers * model.token_bytes)
         res["requests"] += 1
     import corun.sglang_plugin as plugin
 
     c = plugin.counters()
     res.update(descriptors=counted.descriptors, engine_calls=counted.calls,
-               engine_failed=counted.failed, engine_ms=counted.seconds * 1e3,
+               engine_failed=counted.failed, engine_ms_total=counted.seconds * 1e3,
                placed=c.get("placed", 0), fallback=c.get("fallback", 0),
                partial=c.get("partial", 0), place_times=plugin.place_times(),
                plugin_errors=c.get("errors", 0), group_calls=c.get("group_calls", 0),
@@ -334,7 +418,7 @@ class Side:
         os.environ["MOONCAKE_PROTOCOL"] = "tcp"
         os.environ["MC_FORCE_TCP"] = "1"
         os.environ["SGLANG_HOST_IP"] = "127.0.0.1"
-        os.environ["SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES"] = str(BATCH_INDICES)
+        os.environ["SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES"] = str(batch_indices(cfg["model"]))
         if cfg["connector"] == "nixl":
             # Each transfer's telemetry (descCount after NIXL's merge), SGLang's config untouched.
             os.environ["NIXL_TELEMETRY_ENABLE"] = "y"

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -35,17 +36,55 @@ QUICK_REQUESTS = 24
 #: The fixed fields of a ``stack-e2e`` line, in order; extra fields come after them.
 LINE_FIELDS = ("stack", "connector", "mode", "plugin", "requests", "bytes_checked", "bytes_bad",
                "descriptors", "xfer_ms_p50", "xfer_ms_p99", "placed", "fallback", "errors",
-               "partial", "place_us_p50", "place_us_p99", "place_us_max")
+               "partial", "place_us_p50", "place_us_p99", "place_us_max", "model",
+               "block_tokens", "posted", "post_ms_p50", "engine_ms_p50")
 WAYS = ("off", "on")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A served model's KV cache as one rank holds it: ``layers``, ``kv_heads`` per rank of
+    ``head_dim`` bf16 values each for K and for V, or with ``mla`` one latent of
+    ``head_dim`` values per token and layer (DeepSeek's MLA: no K and V apart)."""
+
+    name: str
+    layers: int
+    kv_heads: int
+    head_dim: int
+    mla: bool = False
+
+    @property
+    def buffers(self) -> int:
+        """Registered buffers (regions) a side: K and V per layer, or one latent per layer."""
+        return self.layers * (1 if self.mla else 2)
+
+    @property
+    def token_bytes(self) -> int:
+        """Bytes of one token in one buffer (bf16)."""
+        return self.kv_heads * self.head_dim * 2
+
+
+#: The model shapes every stack run takes (``--model``).
+MODELS = {m.name: m for m in (
+    ModelShape("llama3-8b", 32, 8, 128),  # the vLLM stack run's shape: 8 KV heads, one rank
+    ModelShape("llama3-8b-tp8", 32, 1, 128),  # the same at TP8: the SGLang stack run's shape
+    ModelShape("llama3-70b-tp8", 80, 1, 128),  # 80 layers, 8 KV heads over 8 ranks
+    ModelShape("deepseek-v3-mla", 61, 1, 576, mla=True),  # 512 latent + 64 rope, one buffer a layer
+)}
 
 
 # --- options and the request stream -------------------------------------------------------
 
 
-def parser(description: str) -> argparse.ArgumentParser:
-    """An argument parser with the options every stack takes."""
+def parser(description: str, model: str = "llama3-8b") -> argparse.ArgumentParser:
+    """An argument parser with the options every stack takes (``model``: the stack's
+    default ``--model``)."""
     ap = argparse.ArgumentParser(description=description,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", choices=list(MODELS), default=model,
+                    help=f"the KV cache's shape (default {model})")
+    ap.add_argument("--block-tokens", type=int, default=None, metavar="N",
+                    help="tokens a block (page); default: the workload's")
     ap.add_argument("--requests", type=int, default=None,
                     help=f"requests per way (default {DEFAULT_REQUESTS}; --quick: {QUICK_REQUESTS})")
     ap.add_argument("--seed", type=int, default=7, help="the request stream's seed (default 7)")
@@ -67,6 +106,12 @@ def parse(ap: argparse.ArgumentParser, argv: Optional[Sequence[str]] = None) -> 
         args.workload_spec = workloads.by_name(args.workload)
     except (KeyError, ValueError):
         ap.error(f"--workload: no workload named {args.workload!r} (known: {', '.join(workloads.names())})")
+    if args.block_tokens is not None:
+        if args.block_tokens < 1:
+            ap.error(f"--block-tokens must be at least 1, got {args.block_tokens}")
+        args.workload_spec = dataclasses.replace(args.workload_spec, page_tokens=args.block_tokens)
+    args.block_tokens = args.workload_spec.page_tokens
+    args.model_spec = MODELS[args.model]
     return args
 
 
@@ -182,6 +227,17 @@ class WayResult:
     partial: int = 0
     # The plugin's CPU time per placement call (its `place_times()`, the placing side's).
     place_us: Dict[str, float] = field(default_factory=dict)
+    model: str = ""
+    block_tokens: int = 0
+    # Descriptors the engine posted after any merge of its own; per request, the time to
+    # post its transfer and the time from posted to done (each stack says how it splits).
+    posted: int = 0
+    post_ms: List[float] = field(default_factory=list)
+    engine_ms: List[float] = field(default_factory=list)
+    # Per request, where the stack can tell: descriptors posted and KV bytes moved (the
+    # points of lab.cost_model's fit; empty: the line's means stand for its requests).
+    per_posted: List[int] = field(default_factory=list)
+    per_bytes: List[int] = field(default_factory=list)
     extra: Dict[str, object] = field(default_factory=dict)
 
     def placement_times(self, times: Dict[str, float]) -> None:
@@ -213,7 +269,9 @@ def stack_line(stack: str, connector: str, mode: Optional[str], plugin: str, r: 
                  bytes_checked=r.bytes_checked, bytes_bad=r.bytes_bad, descriptors=r.descriptors,
                  xfer_ms_p50=p50, xfer_ms_p99=p99, placed=r.placed, fallback=r.fallback,
                  errors=r.errors, partial=r.partial,
-                 **{f"place_us_{q}": float(r.place_us.get(f"{q}_us", 0.0)) for q in ("p50", "p99", "max")})
+                 **{f"place_us_{q}": float(r.place_us.get(f"{q}_us", 0.0)) for q in ("p50", "p99", "max")},
+                 model=r.model, block_tokens=r.block_tokens, posted=r.posted,
+                 post_ms_p50=percentiles(r.post_ms)[0], engine_ms_p50=percentiles(r.engine_ms)[0])
     if mode is None:
         del fixed["mode"]
     extra = dict(bytes_expected=r.bytes_expected, **r.extra)

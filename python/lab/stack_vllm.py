@@ -48,9 +48,20 @@ neighbours adjacent on both sides (its telemetry's ``descCount``, read by vLLM's
 ``_pop_done_transfers`` into ``NixlKVConnectorStats``). ``xfer_ms`` runs from
 ``_read_blocks_for_req`` (push: ``_xfer_blocks_for_req``, on the writer thread) being
 called to the engine-thread poll on which NIXL says DONE for the request's last handle
-(push's ``PUSH_REG`` round trip before the WRITE is not in it); ``post_share`` is the
-share of it spent inside that call (vLLM's and corun's Python, NIXL's prep and post), and
-``nixl_post_share`` NIXL's own ``postDuration / xferDuration``.
+(push's ``PUSH_REG`` round trip before the WRITE is not in it); ``post_ms`` is the time
+inside that call (vLLM's and corun's Python, NIXL's prep and post), ``engine_ms`` the rest
+(posted to done), ``posted`` NIXL's count after its merge (``nixl_posted``);
+``post_share`` is ``post_ms``'s share of the whole, and ``nixl_post_share`` NIXL's own
+``postDuration / xferDuration``.
+
+Shapes (``--model``, ``--block-tokens``): full attention only (``llama3-8b``, the default,
+``llama3-8b-tp8``, ``llama3-70b-tp8``; MLA's one latent a layer, vLLM's
+``MLAAttentionSpec``, is not built here and is refused), blocks a multiple of 16 (16, 64,
+128: the given backend's kernel block sizes). The layout is LBHNC whatever the shape: one
+NIXL region a layer with K and V in it (llama3-70b-tp8: 80 regions of 8 KiB a 16-token
+block), where vLLM's CUDA FlashAttention layout registers K and V apart (160 regions of
+4 KiB): this run's descriptors are half as many and twice as large as that deployment's.
+The pools hold 1.5 and 1.75 GiB of KV a side (quick: 512 and 640 MiB) whatever the shape.
 
 Shims (only where vLLM needs a model or a GPU):
 
@@ -88,42 +99,47 @@ from __future__ import annotations
 
 from typing import List
 
-from lab import kit, upstream
+from lab import cost_model, kit, upstream
 from lab import stack_common as sc
-from lab.vllm_engine import BLOCK, BLOCK_BYTES, CONNECTORS, HEAD, HEADS, LAYERS, STEP_TIMEOUT, Engine
+from lab.vllm_engine import BLOCK_ALIGN, CONNECTORS, SHAPES, STEP_TIMEOUT, Engine, KvShape
 
 MODES = tuple(CONNECTORS)
+#: KV bytes a side's pool holds (prefill, decode): 1.5 and 1.75 GiB (quick: 512, 640 MiB).
+POOL_BYTES = {False: (3 << 29, 7 << 28), True: (1 << 29, 5 << 27)}
 
 
-def pools(quick: bool):
-    """(prefill, decode) blocks: under 2 GiB of KV a side (2 MiB a block)."""
-    return (256, 320) if quick else (768, 896)
+def pools(shape: KvShape, quick: bool):
+    """(prefill, decode) blocks of ``shape``: :data:`POOL_BYTES` (768 and 896 blocks of
+    llama3-8b's 2 MiB, quick 256 and 320)."""
+    return tuple(b // shape.block_bytes for b in POOL_BYTES[bool(quick)])
 
 
-def side(role: str, blocks: int, on: bool, mode: str) -> kit.Child:
+def side(role: str, blocks: int, on: bool, mode: str, shape: KvShape) -> kit.Child:
     """One engine in its own process, on ports of its own (the NIXL side channel, gloo)."""
-    return kit.Child(role, Engine, role, blocks, kit.free_port(), kit.free_port(), on, mode, nixl=True)
+    return kit.Child(role, Engine, role, blocks, kit.free_port(), kit.free_port(), on, mode, shape,
+                     nixl=True)
 
 
 def run_way(args, mode: str, plugin: str) -> sc.WayResult:
     """One way in two fresh processes: the whole request stream, moved (pulled by the
     decode side, or pushed by the prefill side) and checked."""
-    pre_blocks, dec_blocks = pools(args.quick)
+    shape = KvShape.of(args.model, args.block_tokens)
+    pre_blocks, dec_blocks = pools(shape, args.quick)
     on = plugin == "on"
-    pre, dec = side("prefill", pre_blocks, on, mode), side("decode", dec_blocks, on, mode)
-    r = sc.WayResult()
+    pre, dec = side("prefill", pre_blocks, on, mode, shape), side("decode", dec_blocks, on, mode, shape)
+    r = sc.WayResult(model=args.model, block_tokens=shape.block)
     wait = STEP_TIMEOUT * 3
     try:
         pre.ready()
         dec.ready()
         w = args.workload_spec
-        for spec in sc.request_stream(w, args.requests, args.seed, BLOCK, min(pre_blocks, dec_blocks)):
+        for spec in sc.request_stream(w, args.requests, args.seed, shape.block, min(pre_blocks, dec_blocks)):
             params = pre.call("prefill", spec, timeout=wait)
             checked, bad = dec.call("decode", spec, params, w.occupancy, timeout=wait)
             r.requests += 1
             r.bytes_checked += checked
             r.bytes_bad += bad
-            r.bytes_expected += spec.blocks * BLOCK_BYTES
+            r.bytes_expected += spec.blocks * shape.block_bytes
         got = {p.role: p.call("exit", timeout=wait) for p in (pre, dec)}
     finally:
         pre.close()
@@ -137,11 +153,12 @@ def run_way(args, mode: str, plugin: str) -> sc.WayResult:
         r.placement_times(figures["place_times"])
     t = got["prefill" if mode == "push" else "decode"]["timing"]
     r.descriptors = t["handed"]
-    r.xfer_ms = t["xfer_ms"]
+    r.xfer_ms, r.post_ms, r.engine_ms = t["xfer_ms"], t["post_ms"], t["engine_ms"]
+    r.posted = t["nixl_posted"]
     xfer_total = sum(r.xfer_ms)
     r.extra.update(
         nixl_posted=t["nixl_posted"],
-        post_share=t["post_ms"] / xfer_total if xfer_total else float("nan"),
+        post_share=sum(r.post_ms) / xfer_total if xfer_total else float("nan"),
         nixl_post_share=(t["nixl_post_s"] / t["nixl_xfer_s"]) if t["nixl_xfer_s"] else float("nan"),
         workload=w.name, seed=args.seed)
     return r
@@ -164,16 +181,26 @@ def main(argv=None) -> int:
                          "(NixlPushConnector: the prefill side WRITEs) or both (default: both; "
                          "--quick: pull)")
     args = sc.parse(ap, argv)
+    if args.model not in SHAPES:
+        ap.error(f"--model {args.model}: the vLLM stack run builds full attention ({', '.join(SHAPES)}); "
+                 "MLA's one latent a layer (vLLM's MLAAttentionSpec) is not built here")
+    if args.block_tokens % BLOCK_ALIGN:
+        ap.error(f"--block-tokens must be a multiple of {BLOCK_ALIGN} (FlashAttention's kernel "
+                 f"block sizes), got {args.block_tokens}")
     upstream.require("stack_e2e.py --stack vllm", ["torch", "vllm", "nixl"])
     modes = run_modes(args)
     sc.tee_results("stack-e2e-vllm.txt", args)
-    pre_blocks, dec_blocks = pools(args.quick)
-    print(f"vLLM 0.33.0 NIXL connector, two processes on 127.0.0.1; {LAYERS} layers, blocks of "
-          f"{BLOCK} tokens x {HEADS} heads x {HEAD} x 2 B (K and V); pools of {pre_blocks} prefill "
-          f"and {dec_blocks} decode blocks; workload {args.workload}, {args.requests} requests, "
-          f"seed {args.seed}; mode {', '.join(modes)}", flush=True)
+    shape = KvShape.of(args.model, args.block_tokens)
+    pre_blocks, dec_blocks = pools(shape, args.quick)
+    print(f"vLLM 0.33.0 NIXL connector, two processes on 127.0.0.1; {args.model}: {shape.layers} "
+          f"layers, blocks of {shape.block} tokens x {shape.heads} heads x {shape.head} x 2 B (K and V); "
+          f"pools of {pre_blocks} prefill and {dec_blocks} decode blocks; workload {args.workload}, "
+          f"{args.requests} requests, seed {args.seed}; mode {', '.join(modes)}", flush=True)
     got = sc.alternate(lambda mode, plugin: run_way(args, mode, plugin), modes)
     sc.report("vllm", "nixl", got)
+    print(cost_model.model_line("vllm", "nixl", got.values()))
+    for (mode, plugin), r in got.items():
+        print(cost_model.projection_line("vllm", "nixl", plugin, r) + f" mode={mode}")
     print(f"stack-e2e-note connector=mooncake run=no reason={MOONCAKE_GPU_LINE!r}")
     # stack_e2e.py exits with this: 1 when a line misses its contract (as lab.stack_sglang).
     ok = all(r.bytes_bad == 0 and r.errors == 0 and r.bytes_checked == r.bytes_expected

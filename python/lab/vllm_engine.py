@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -17,13 +18,39 @@ import numpy as np
 
 from lab import stack_common as sc
 
-LAYERS = 32
-BLOCK = 16
-HEADS = 8
-HEAD = 128
-WORDS = HEAD * 2 // 8  # a token's K (or V) of one head, in uint64 words: 32
-BLOCK_BYTES = LAYERS * 2 * BLOCK * HEADS * HEAD * 2  # one block, every layer, K and V: 2 MiB
-MODEL = "Qwen/Qwen3-0.6B"  # 8 KV heads of 128; 32 layers by hf_overrides
+#: The model shapes this engine builds (``lab.stack_common.MODELS``): vLLM's full
+#: attention, K and V of ``kv_heads`` x ``head_dim`` (MLA's one latent is not built here).
+SHAPES = ("llama3-8b", "llama3-8b-tp8", "llama3-70b-tp8")
+#: ``--block-tokens`` must be a multiple of this: the kernel block sizes of the attention
+#: backend the worker is given (FlashAttention's; see ``lab.stack_vllm``'s shims).
+BLOCK_ALIGN = 16
+MODEL = "Qwen/Qwen3-0.6B"  # its config, with layers and KV heads set by hf_overrides
+
+
+@dataclass(frozen=True)
+class KvShape:
+    """One side's KV: ``layers`` of blocks of ``block`` tokens x ``heads`` x (K | V of
+    ``head`` bf16), LBHNC (one region a layer, K and V in it)."""
+
+    layers: int
+    heads: int
+    head: int
+    block: int
+
+    @classmethod
+    def of(cls, model: str, block: int) -> "KvShape":
+        m = sc.MODELS[model]
+        return cls(m.layers, m.kv_heads, m.head_dim, block)
+
+    @property
+    def words(self) -> int:
+        """A token's K (or V) of one head, in uint64 words (32 for 128 bf16)."""
+        return self.head * 2 // 8
+
+    @property
+    def block_bytes(self) -> int:
+        """One block, every layer, K and V (2 MiB for llama3-8b's 16-token blocks)."""
+        return self.layers * 2 * self.block * self.heads * self.head * 2
 STEP_TIMEOUT = 120.0  # seconds a request may take before the run is an error
 PYTHON = Path(__file__).resolve().parents[1]
 #: vLLM's connector for each NIXL mode (``nixl/connector.py``: ``NixlConnector`` is the
@@ -35,7 +62,7 @@ class Engine:
     """vLLM's scheduler and NIXL connector (both sides) over host KV caches."""
 
     def __init__(self, role: str, blocks: int, side_port: int, dist_port: int, plugin: bool,
-                 mode: str = "pull"):
+                 mode: str = "pull", shape: KvShape = KvShape.of("llama3-8b", 16)):
         os.environ.update(VLLM_TARGET_DEVICE="cpu", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                           VLLM_NIXL_SIDE_CHANNEL_HOST="127.0.0.1",
                           VLLM_NIXL_SIDE_CHANNEL_PORT=str(side_port),
@@ -60,14 +87,17 @@ class Engine:
         from corun import vllm_plugin
 
         self.plugin = vllm_plugin
+        self.shape = shape
+        block, layers, heads, head = shape.block, shape.layers, shape.heads, shape.head
         self.role = role
         producer = role == "prefill"
-        max_len = blocks // 2 * BLOCK  # a request is at most a quarter of the pool
+        max_len = blocks // 2 * block  # a request is at most a quarter of the pool
         model = ModelConfig(model=MODEL, dtype="bfloat16", seed=0, max_model_len=max_len,
-                            hf_overrides={"num_hidden_layers": LAYERS})
+                            hf_overrides={"num_hidden_layers": layers,
+                                          "num_key_value_heads": heads})
         cfg = VllmConfig(
             model_config=model,
-            cache_config=CacheConfig(block_size=BLOCK, enable_prefix_caching=True),
+            cache_config=CacheConfig(block_size=block, enable_prefix_caching=True),
             scheduler_config=SchedulerConfig(max_num_seqs=256, max_num_batched_tokens=max_len,
                                              max_model_len=max_len, is_encoder_decoder=False),
             kv_transfer_config=KVTransferConfig(
@@ -95,24 +125,24 @@ class Engine:
         from vllm.v1.worker.utils import allocate_kv_cache
         from vllm.utils.hashing import get_hash_fn_by_name
 
-        spec = FullAttentionSpec(block_size=BLOCK, num_kv_heads=HEADS, head_size=HEAD,
+        spec = FullAttentionSpec(block_size=block, num_kv_heads=heads, head_size=head,
                                  dtype=torch.bfloat16)
-        self.names = [f"model.layers.{i}.self_attn.attn" for i in range(LAYERS)]
+        self.names = [f"model.layers.{i}.self_attn.attn" for i in range(layers)]
         specs = {n: spec for n in self.names}
         # EngineCore._initialize_kv_caches, for one worker with this much KV memory.
         layout = resolve_kv_cache_layout(cfg, [["LBHNC"]], list(specs.values()))
         groups = plan.get_global_kv_cache_groups(cfg, [specs])
-        kcc = plan.get_kv_cache_configs(cfg, [specs], [spec.page_size_bytes * LAYERS * blocks], groups)
+        kcc = plan.get_kv_cache_configs(cfg, [specs], [spec.page_size_bytes * layers * blocks], groups)
         for k in kcc:
             k.kv_cache_layout = cfg.cache_config.kv_cache_layout
         sched_kcc = generate_scheduler_kv_cache_config(kcc)
         cfg.cache_config.num_gpu_blocks = sched_kcc.num_blocks
         self.sched = Scheduler(vllm_config=cfg, kv_cache_config=sched_kcc,
                                structured_output_manager=StructuredOutputManager(cfg),
-                               block_size=BLOCK, hash_block_size=BLOCK)
+                               block_size=block, hash_block_size=block)
         hash_fn = get_hash_fn_by_name(cfg.cache_config.prefix_caching_hash_algo)
         init_none_hash(hash_fn)
-        self.hasher = get_request_block_hasher(BLOCK, hash_fn)
+        self.hasher = get_request_block_hasher(block, hash_fn)
 
         from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
         from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
@@ -122,7 +152,7 @@ class Engine:
         # Shim: the backend a CUDA deployment selects (see the module docs).
         base_worker.get_current_attn_backends = lambda *a, **k: [FlashAttentionBackend]
         self.conn = KVConnectorFactory.create_connector(cfg, KVConnectorRole.WORKER, kcc[0])
-        self.caches = allocate_kv_cache(kcc[0], torch.device("cpu"), layout, kernel_block_sizes=[BLOCK])
+        self.caches = allocate_kv_cache(kcc[0], torch.device("cpu"), layout, kernel_block_sizes=[block])
         self.conn.register_kv_caches(self.caches)
         # EngineCore._set_kv_connector_handshake_metadata: the scheduler side's side
         # channel serves the worker's agent metadata.
@@ -183,10 +213,10 @@ class Engine:
             # schedule() has already counted this step's tokens as computed
             # (Scheduler._update_after_schedule).
             start = req.num_computed_tokens - n
-            if owners is None or start >= len(owners) * BLOCK:
+            if owners is None or start >= len(owners) * self.shape.block:
                 continue  # a decode token: no KV the transfer carries
             blocks = self.sched.kv_cache_manager.get_block_ids(rid)[0]
-            write_tokens(self.words, blocks, owners, start, min(start + n, len(owners) * BLOCK))
+            write_tokens(self.words, self.shape, blocks, owners, start, min(start + n, len(owners) * self.shape.block))
 
     # -- commands --
 
@@ -197,7 +227,7 @@ class Engine:
         rid = f"req-{spec.index}"
         sp = SamplingParams(max_tokens=max_tokens, ignore_eos=True,
                             extra_args={"kv_transfer_params": params})
-        req = Request(request_id=rid, prompt_token_ids=sc.prompt_token_ids(spec, BLOCK),
+        req = Request(request_id=rid, prompt_token_ids=sc.prompt_token_ids(spec, self.shape.block),
                       sampling_params=sp, pooling_params=None, block_hasher=self.hasher)
         self.owners[rid] = np.asarray(spec.owners, dtype=np.uint64)
         self.sched.add_request(req)
@@ -229,7 +259,7 @@ class Engine:
         deadline = time.monotonic() + STEP_TIMEOUT
         # The scheduler counts the pulled tokens as computed when it allocates them; the
         # bytes are there once the worker reported the pull done and the request runs.
-        while rid not in self.received or req.num_computed_tokens < spec.tokens(BLOCK):
+        while rid not in self.received or req.num_computed_tokens < spec.tokens(self.shape.block):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"decode of {rid} not done after {STEP_TIMEOUT:.0f} s "
                                    f"(status {req.status})")
@@ -237,7 +267,7 @@ class Engine:
         self.received.discard(rid)
         self.live.append(rid)
         blocks = self.sched.kv_cache_manager.get_block_ids(rid)[0][:spec.blocks]
-        return check_blocks(self.words, blocks, self.owners[rid])
+        return check_blocks(self.words, self.shape, blocks, self.owners[rid])
 
     def drain(self):
         """Steps until every transfer this side posted was seen DONE (push: the prefill
@@ -267,41 +297,42 @@ class Engine:
         self.owners.pop(rid, None)
 
 
-def write_tokens(words, blocks, owners, start, end):
+def write_tokens(words, shape: KvShape, blocks, owners, start, end):
     """The pattern into the slots of the request's tokens ``start``..``end`` (``blocks``:
     all of its block ids; ``owners``: per block). Only those slots are written: a
     block's other slots keep what a transfer brought, so its check still tests them."""
-    a, b = -(-start // BLOCK), end // BLOCK  # the whole blocks inside the range
+    n = shape.block
+    a, b = -(-start // n), end // n  # the whole blocks inside the range
     if a < b:
-        _write(words, blocks[a:b], owners, a, 0, BLOCK)
-    for blk in sorted({start // BLOCK, (end - 1) // BLOCK} - set(range(a, b))):
-        lo, hi = max(start, blk * BLOCK) - blk * BLOCK, min(end, (blk + 1) * BLOCK) - blk * BLOCK
+        _write(words, shape, blocks[a:b], owners, a, 0, n)
+    for blk in sorted({start // n, (end - 1) // n} - set(range(a, b))):
+        lo, hi = max(start, blk * n) - blk * n, min(end, (blk + 1) * n) - blk * n
         if lo < hi:
-            _write(words, blocks[blk:blk + 1], owners, blk, lo, hi)
+            _write(words, shape, blocks[blk:blk + 1], owners, blk, lo, hi)
 
 
-def _write(words, blocks, owners, first, lo, hi):
+def _write(words, shape: KvShape, blocks, owners, first, lo, hi):
     """Slots ``lo``..``hi`` of the request's blocks ``first``.. (ids ``blocks``)."""
-    idx = np.asarray(blocks, dtype=np.int64)
-    tokens = np.arange(first, first + len(idx))[:, None] * BLOCK + np.arange(lo, hi)[None, :]
+    idx, w_ = np.asarray(blocks, dtype=np.int64), shape.words
+    tokens = np.arange(first, first + len(idx))[:, None] * shape.block + np.arange(lo, hi)[None, :]
     own = np.repeat(owners[first:first + len(idx)][:, None], hi - lo, axis=1)
     for layer, w in enumerate(words):
         for kv in (0, 1):
             # [blocks, N, H, words] of the pattern, stored [blocks, H, N, words].
-            pat = sc.pattern(own, layer, kv, tokens, (HEADS, WORDS))
-            w[idx, :, lo:hi, kv * WORDS:(kv + 1) * WORDS] = pat.transpose(0, 2, 1, 3)
+            pat = sc.pattern(own, layer, kv, tokens, (shape.heads, w_))
+            w[idx, :, lo:hi, kv * w_:(kv + 1) * w_] = pat.transpose(0, 2, 1, 3)
 
 
-def check_blocks(words, blocks, owners):
+def check_blocks(words, shape: KvShape, blocks, owners):
     """(bytes checked, bytes bad) over every block of the request's prompt."""
-    idx = np.asarray(blocks, dtype=np.int64)
-    tokens = np.arange(len(idx))[:, None] * BLOCK + np.arange(BLOCK)[None, :]
-    own = np.repeat(owners[:len(idx)][:, None], BLOCK, axis=1)
+    idx, n, w_ = np.asarray(blocks, dtype=np.int64), shape.block, shape.words
+    tokens = np.arange(len(idx))[:, None] * n + np.arange(n)[None, :]
+    own = np.repeat(owners[:len(idx)][:, None], n, axis=1)
     checked = bad = 0
     for layer, w in enumerate(words):
         got = w[idx]
         for kv in (0, 1):
-            part = got[:, :, :, kv * WORDS:(kv + 1) * WORDS].transpose(0, 2, 1, 3)
+            part = got[:, :, :, kv * w_:(kv + 1) * w_].transpose(0, 2, 1, 3)
             bad += sc.check(part, own, layer, kv, tokens)
             checked += part.nbytes
     return checked, bad
@@ -380,9 +411,11 @@ class Timing:
     def summary(self):
         rids = [r for r in self.start if r in self.done]
         xfer = [(self.done[r] - self.start[r]) * 1e3 for r in rids]
-        post = sum(self.post[r] for r in rids) * 1e3
+        post = [self.post[r] * 1e3 for r in rids]
         s = self.stats
+        # engine_ms: from the posting call's return to NIXL's DONE for the last handle.
         return dict(xfer_ms=xfer, handed=self.handed, post_ms=post,
+                    engine_ms=[x - p for x, p in zip(xfer, post)],
                     nixl_posted=int(sum(s.get("num_descriptors", []))),
                     nixl_post_s=float(sum(s.get("post_duration", []))),
                     nixl_xfer_s=float(sum(s.get("transfer_duration", []))))

@@ -47,12 +47,13 @@ def lines():
 
 
 def _expected_bytes():
-    # The requests' KV size, from the stream alone: every token's K and V in every layer.
+    # The requests' KV size, from the stream alone: every token's K and V in every layer
+    # of the SGLang run's default model (one KV head of 128, bf16, 32 layers).
     args = sc.parse(sc.parser("t"), ["--quick"])
     ps = args.workload_spec.page_tokens
-    stream = sc.request_stream(args.workload_spec, args.requests, args.seed, ps,
-                               stack_sglang.POOLS[True][0])
-    per_token = 2 * stack_sglang.LAYERS * stack_sglang.HEADS * stack_sglang.HEAD_DIM * 2
+    pages = 128 * 2**20 // (ps * 64 * 256)  # the quick prefill pool: 128 MiB
+    stream = sc.request_stream(args.workload_spec, args.requests, args.seed, ps, pages)
+    per_token = 2 * 32 * 1 * 128 * 2
     return args.requests, sum(r.tokens(ps) for r in stream) * per_token
 
 

@@ -48,8 +48,9 @@ def quick_lines():
 def expected_bytes(args):
     """The quick run's whole KV size, from the same request stream."""
     from lab import stack_vllm
+    from lab.vllm_engine import KvShape
 
-    blocks = min(stack_vllm.pools(True))
+    blocks = min(stack_vllm.pools(KvShape.of("llama3-8b", 16), True))
     a = sc.parse(sc.parser("t"), args)
     stream = sc.request_stream(a.workload_spec, a.requests, a.seed, 16, blocks)
     return sum(r.blocks for r in stream) * BLOCK_BYTES
