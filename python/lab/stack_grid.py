@@ -43,17 +43,15 @@ TOLERANCE = 1.05
 def _cell(stack: str, connector: str, model: str, block: int, common: List[str]):
     """Runs one cell; returns its two results {plugin: WayResult}."""
     argv = [*common, "--model", model, "--block-tokens", str(block)]
-    if stack == "vllm":
-        from lab import stack_vllm as mod
-
-        args = sc.parse(sc.parser("grid", model=model), argv)
-        got = sc.alternate(lambda mode, plugin: mod.run_way(args, mode, plugin), ["pull"])
-        return {p: got[("pull", p)] for p in sc.WAYS}, "pull"
-    from lab import stack_sglang as mod
+    from lab import stack_sglang, stack_vllm
 
     args = sc.parse(sc.parser("grid", model=model), argv)
-    got = sc.alternate(lambda mode, plugin: mod.run_way(args, connector, plugin), [mod.MODE])
-    return {p: got[(mod.MODE, p)] for p in sc.WAYS}, None
+    if stack == "vllm":
+        got = sc.alternate(lambda mode, plugin: stack_vllm.run_way(args, mode, plugin), ["pull"])
+        return {p: got[("pull", p)] for p in sc.WAYS}, "pull"
+    mode = stack_sglang.MODE
+    got = sc.alternate(lambda m, plugin: stack_sglang.run_way(args, connector, plugin), [mode])
+    return {p: got[(mode, p)] for p in sc.WAYS}, None
 
 
 def verdict(off, on) -> str:
