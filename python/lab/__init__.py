@@ -26,8 +26,9 @@ a package (pytest's ``pythonpath`` in ``pyproject.toml``).
 - ``engine_counts``: the transfer engines' calls counted where a stack makes them.
 - ``e2e`` (on ``e2e_engines``: the pool, the engines, the session; ``e2e_replay``: the
   replayed requests): KV pages through the engines directly.
-- ``stack_common``, ``stack_vllm`` (its engine side ``vllm_engine``), ``stack_sglang`` (its
-  sides ``sglang_sides``): real bytes through the stacks' own connectors (``python
+- ``stack_common``, ``stack_vllm`` (its engine side ``vllm_engine``, whose KV shape and
+  pattern are ``vllm_kv``), ``stack_sglang`` (its sides ``sglang_sides``, their stand-ins
+  for SGLang's scheduler ``sglang_shims``): real bytes through the stacks' own connectors (``python
   python/stack_e2e.py --stack vllm|sglang``), their processes started with ``kit``, on the
   shared options (``--model``, ``--block-tokens``: ``stack_common.MODELS``), request
   stream, alternation and line of ``stack_common``; ``stack_grid`` runs them all over

@@ -14,6 +14,7 @@ import numpy as np
 
 from lab import stack_common as sc
 from lab.engine_counts import MooncakeCounted, NixlCounted
+from lab.sglang_shims import Batch, NoPrefixCache, Req
 
 STACK = "sglang"
 #: The connectors this module runs, the first the default (``--connector``).
@@ -50,63 +51,6 @@ def batch_indices(model: sc.ModelShape) -> int:
 def kv_parts(model: sc.ModelShape):
     """The pattern's K/V index of each buffer a layer: K and V, or MLA's one latent."""
     return (0,) if model.mla else (0, 1)
-
-
-# --- shims (see the module docs) ------------------------------------------------------
-
-
-class _Kv:
-    def __init__(self):
-        self.req_pool_idx = None
-        self.kv_allocated_len = self.kv_committed_len = 0
-
-    @property
-    def holds_kv(self):
-        return self.req_pool_idx is not None
-
-
-class _Req:
-    def __init__(self, room, sender):
-        self.bootstrap_room = room
-        self.disagg_kv_sender = sender
-        self.disagg_decode_prefix_len = 0
-        self.prefix_len = 0
-        self.kv = _Kv()
-
-
-class _Batch:
-    """What ``alloc_for_extend`` reads of a ``ScheduleBatch`` of new requests (no prefix)."""
-
-    def __init__(self, reqs, tokens, tree, req_to_token):
-        import torch
-
-        self.reqs, self.tree_cache, self.req_to_token_pool = reqs, tree, req_to_token
-        self.device, self.hisparse_coordinator = "cpu", None
-        self.prefix_lens, self.extend_lens = [0] * len(reqs), list(tokens)
-        self.seq_lens_cpu = torch.tensor(tokens, dtype=torch.int64)
-        self.seq_lens = self.seq_lens_cpu
-        self.extend_num_tokens = sum(tokens)
-
-    def maybe_evict_swa(self):
-        pass
-
-    def is_dllm(self):
-        return False
-
-
-class _NoPrefixCache:
-    def __init__(self, allocator, page_tokens):
-        self.token_to_kv_pool_allocator = allocator
-        self.page_size = page_tokens
-
-    def supports_prefix_sharing(self):
-        return False
-
-    def maybe_hand_to_session(self, req):
-        pass
-
-    def pretty_print(self):
-        pass
 
 
 def _load_plugins() -> str:
@@ -336,7 +280,7 @@ def _prefill(cfg):
     sender_cls = get_kv_class(_backend(cfg["connector"]), KVClassType.SENDER)
     addr = f"127.0.0.1:{cfg['port']}"
     words = _layer_words(pool, model)
-    tree = _NoPrefixCache(allocator, ps)
+    tree = NoPrefixCache(allocator, ps)
     # SGLang's request rows (req_to_token), for alloc_for_extend to write.
     rows = ReqToTokenPool(size=64, max_context_len=pages * ps, device="cpu", enable_memory_saver=False)
     live: Dict[int, tuple] = {}  # oldest first: (token slots, the request's row)
@@ -364,9 +308,9 @@ def _prefill(cfg):
             continue
         aux = meta_alloc.alloc()
         sender.init(req.blocks, aux)
-        one = _Req(room, sender)
+        one = Req(room, sender)
         try:  # ScheduleBatch.prepare_for_extend's allocation, SGLang's own
-            loc = allocation.alloc_for_extend(_Batch([one], [req.tokens(ps)], tree, rows))[0]
+            loc = allocation.alloc_for_extend(Batch([one], [req.tokens(ps)], tree, rows))[0]
         except RuntimeError:  # SGLang's "Prefill out of memory": nothing left to drop
             res["errors"] += 1
             continue

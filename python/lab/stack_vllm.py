@@ -101,7 +101,8 @@ from typing import List
 
 from lab import cost_model, kit, upstream
 from lab import stack_common as sc
-from lab.vllm_engine import BLOCK_ALIGN, CONNECTORS, SHAPES, STEP_TIMEOUT, Engine, KvShape
+from lab.vllm_engine import BLOCK_ALIGN, CONNECTORS, SHAPES, STEP_TIMEOUT, Engine
+from lab.vllm_kv import KvShape
 
 MODES = tuple(CONNECTORS)
 #: KV bytes a side's pool holds (prefill, decode): 1.5 and 1.75 GiB (quick: 512, 640 MiB).

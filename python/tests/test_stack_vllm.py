@@ -48,7 +48,7 @@ def quick_lines():
 def expected_bytes(args):
     """The quick run's whole KV size, from the same request stream."""
     from lab import stack_vllm
-    from lab.vllm_engine import KvShape
+    from lab.vllm_kv import KvShape
 
     blocks = min(stack_vllm.pools(KvShape.of("llama3-8b", 16), True))
     a = sc.parse(sc.parser("t"), args)
