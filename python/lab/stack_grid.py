@@ -27,14 +27,15 @@ from typing import Dict, List, Tuple
 from lab import cost_model
 from lab import stack_common as sc
 
-# (stack, connector, model, block tokens): vLLM's NIXL connector (pull) in full attention
-# at its block sizes; SGLang's two backends over its pages, 1 its default.
+# (stack, connector, model, block tokens): vLLM's NIXL (pull) and Mooncake connectors in
+# full attention at its block sizes; SGLang's two backends over its pages, 1 its default.
 FULL: List[Tuple[str, str, str, int]] = (
-    [("vllm", "nixl", m, b) for m in ("llama3-8b", "llama3-70b-tp8") for b in (16, 64, 128)]
+    [("vllm", c, m, b) for c in ("nixl", "mooncake") for m in ("llama3-8b", "llama3-70b-tp8")
+     for b in (16, 64, 128)]
     + [("sglang", c, m, b) for c in ("mooncake", "nixl")
        for m in ("llama3-8b-tp8", "llama3-70b-tp8", "deepseek-v3-mla") for b in (1, 16, 64)])
 QUICK: List[Tuple[str, str, str, int]] = [
-    ("vllm", "nixl", "llama3-70b-tp8", 16), ("sglang", "mooncake", "llama3-70b-tp8", 1),
+    ("vllm", "nixl", "llama3-70b-tp8", 16), ("vllm", "mooncake", "llama3-70b-tp8", 16), ("sglang", "mooncake", "llama3-70b-tp8", 1),
     ("sglang", "nixl", "deepseek-v3-mla", 16)]
 #: A cell's verdict is ``ok`` when on's p50 is at most this times off's.
 TOLERANCE = 1.05
@@ -47,8 +48,9 @@ def _cell(stack: str, connector: str, model: str, block: int, common: List[str])
 
     args = sc.parse(sc.parser("grid", model=model), argv)
     if stack == "vllm":
-        got = sc.alternate(lambda mode, plugin: stack_vllm.run_way(args, mode, plugin), ["pull"])
-        return {p: got[("pull", p)] for p in sc.WAYS}, "pull"
+        mode = "mooncake" if connector == "mooncake" else "pull"
+        got = sc.alternate(lambda m, plugin: stack_vllm.run_way(args, m, plugin), [mode])
+        return {p: got[(mode, p)] for p in sc.WAYS}, "pull"
     mode = stack_sglang.MODE
     got = sc.alternate(lambda m, plugin: stack_sglang.run_way(args, connector, plugin), [mode])
     return {p: got[(mode, p)] for p in sc.WAYS}, None

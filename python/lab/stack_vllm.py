@@ -1,4 +1,5 @@
-"""Real bytes through vLLM 0.33.0's own NIXL connector, plugin off and on.
+"""Real bytes through vLLM 0.33.0's own NIXL connector (and its Mooncake connector:
+``--connector mooncake``), plugin off and on.
 
 Two OS processes on 127.0.0.1 per way, a prefill engine and a decode engine, each built
 from vLLM's own parts as ``EngineCore._initialize_kv_caches`` builds them: the KV cache
@@ -82,14 +83,22 @@ Shims (only where vLLM needs a model or a GPU):
 
 A full run measures both modes (pull, then push, each plugin off and on, alternating
 which goes first); ``--quick`` (CI's) pull only: push's two ways add four engine
-processes, over a minute more. Not measured here: vLLM's Mooncake connector, whose
-worker needs a GPU at its first device line: ``mooncake/mooncake_connector.py:1242``,
-``self.device_id = torch.accelerator.current_device_index()`` in
-``MooncakeConnectorWorker.__init__``, before its ``TransferEngine`` is made, raises on
-this CPU-only torch (``RuntimeError: Found no NVIDIA driver on your system``); the run
-prints that as a ``stack-e2e-note connector=mooncake`` line.
+processes, over a minute more.
 
-``descriptors`` is the same off and on by construction: vLLM 0.33 hands NIXL one id per
+``--connector mooncake`` (or ``both``): the same two processes with vLLM's
+``MooncakeConnector`` (scheduler and worker sides, its bootstrap server on the prefill
+side, its ZMQ side channel, the real ``TransferEngine`` over TCP), its lines
+``connector=mooncake mode=pull``: the decode side sends its block ids to the prefill
+side's sender, which writes the request's blocks (``batch_transfer_sync_write``, one
+descriptor a group of ``group_concurrent_contiguous`` and region) and answers. Its shims,
+settings and measures are ``lab.vllm_mooncake``'s; the lines add ``ttft_ms_p50`` /
+``ttft_ms_p99`` (the decode side's add to first step with the prompt in: what the
+plugin's wait for the prefill side's blocks costs), ``pulls_failed`` (counted as errors),
+``groups`` / ``groups_vllm_rule`` (the sender's groups, corun's rule and vLLM's on the
+same blocks) and ``waits`` / ``wait_ms_mean`` (``corun._vllm_mooncake``'s waits).
+Results file: ``stack-e2e-vllm-mooncake.txt`` (``both``: ``stack-e2e-vllm-both.txt``).
+
+Over NIXL ``descriptors`` is the same off and on by construction: vLLM 0.33 hands NIXL one id per
 region and block whatever the blocks are, and the plugin reorders those ids without
 dropping any; what placement and ordering change is how many NIXL posts after its merge
 (``nixl_posted``).
@@ -101,10 +110,12 @@ from typing import List
 
 from lab import cost_model, kit, upstream
 from lab import stack_common as sc
-from lab.vllm_engine import BLOCK_ALIGN, CONNECTORS, SHAPES, STEP_TIMEOUT, Engine
+from lab.vllm_engine import BLOCK_ALIGN, CONNECTORS, SHAPES, STEP_TIMEOUT, Engine  # noqa: F401 (CONNECTORS: the runs' connectors, read from here)
 from lab.vllm_kv import KvShape
 
-MODES = tuple(CONNECTORS)
+#: NIXL's modes (``--mode``); Mooncake's one is ``mooncake`` (its lines say ``mode=pull``:
+#: the decode side asks, the prefill side writes).
+MODES = ("pull", "push")
 #: KV bytes a side's pool holds (prefill, decode): 1.5 and 1.75 GiB (quick: 512, 640 MiB).
 POOL_BYTES = {False: (3 << 29, 7 << 28), True: (1 << 29, 5 << 27)}
 
@@ -115,19 +126,24 @@ def pools(shape: KvShape, quick: bool):
     return tuple(b // shape.block_bytes for b in POOL_BYTES[bool(quick)])
 
 
-def side(role: str, blocks: int, on: bool, mode: str, shape: KvShape) -> kit.Child:
-    """One engine in its own process, on ports of its own (the NIXL side channel, gloo)."""
-    return kit.Child(role, Engine, role, blocks, kit.free_port(), kit.free_port(), on, mode, shape,
-                     nixl=True)
+def side(role: str, blocks: int, on: bool, mode: str, shape: KvShape, port: int) -> kit.Child:
+    """One engine in its own process, on ports of its own (NIXL's side channel, or the
+    prefill side's Mooncake bootstrap server; gloo's)."""
+    return kit.Child(role, Engine, role, blocks, port, kit.free_port(), on, mode, shape,
+                     nixl=mode != "mooncake")
 
 
 def run_way(args, mode: str, plugin: str) -> sc.WayResult:
     """One way in two fresh processes: the whole request stream, moved (pulled by the
-    decode side, or pushed by the prefill side) and checked."""
+    decode side, or pushed by the prefill side; Mooncake: written by the prefill side
+    when the decode side asks) and checked."""
     shape = KvShape.of(args.model, args.block_tokens)
     pre_blocks, dec_blocks = pools(shape, args.quick)
     on = plugin == "on"
-    pre, dec = side("prefill", pre_blocks, on, mode, shape), side("decode", dec_blocks, on, mode, shape)
+    # Each side its own port (Mooncake: the prefill side's bootstrap server, which it names
+    # in the decode side's parameters).
+    pre = side("prefill", pre_blocks, on, mode, shape, kit.free_port())
+    dec = side("decode", dec_blocks, on, mode, shape, kit.free_port())
     r = sc.WayResult(model=args.model, block_tokens=shape.block)
     wait = STEP_TIMEOUT * 3
     try:
@@ -152,25 +168,64 @@ def run_way(args, mode: str, plugin: str) -> sc.WayResult:
         r.errors += c.get("errors", 0)
         r.partial += c.get("partial", 0)
         r.placement_times(figures["place_times"])
-    t = got["prefill" if mode == "push" else "decode"]["timing"]
-    r.descriptors = t["handed"]
-    r.xfer_ms, r.post_ms, r.engine_ms = t["xfer_ms"], t["post_ms"], t["engine_ms"]
-    r.posted = t["nixl_posted"]
+    r.extra["ttft_ms_p50"], r.extra["ttft_ms_p99"] = sc.percentiles(got["decode"]["ttft_ms"])
+    if mode == "mooncake":
+        _mooncake_figures(r, got["decode"]["timing"], got["prefill"]["timing"])
+        pc, dc = got["prefill"]["counters"], got["decode"]["counters"]
+        # The sender's grouping (corun's, when on): groups under vLLM's rule and its own;
+        # the decode side's waits for the prefill side's blocks (corun._vllm_mooncake).
+        r.extra.update(groups_vllm_rule=pc.get("mooncake_before", 0), groups=pc.get("mooncake_after", 0),
+                       waits=dc.get("mooncake_waits", 0),
+                       wait_ms_mean=dc.get("mooncake_wait_us", 0) / 1e3 / max(1, dc.get("mooncake_waits", 0)))
+    else:
+        _nixl_figures(r, got["prefill" if mode == "push" else "decode"]["timing"])
     xfer_total = sum(r.xfer_ms)
-    r.extra.update(
-        nixl_posted=t["nixl_posted"],
-        post_share=sum(r.post_ms) / xfer_total if xfer_total else float("nan"),
-        nixl_post_share=(t["nixl_post_s"] / t["nixl_xfer_s"]) if t["nixl_xfer_s"] else float("nan"),
-        workload=w.name, seed=args.seed)
+    r.extra.update(post_share=sum(r.post_ms) / xfer_total if xfer_total else float("nan"),
+                   workload=w.name, seed=args.seed)
     return r
 
 
+def _nixl_figures(r: sc.WayResult, t) -> None:
+    """The posting side's timing (``lab.vllm_engine.Timing``) into ``r``."""
+    r.descriptors = t["handed"]
+    r.xfer_ms, r.post_ms, r.engine_ms = t["xfer_ms"], t["post_ms"], t["engine_ms"]
+    r.posted = t["nixl_posted"]
+    r.extra.update(
+        nixl_posted=t["nixl_posted"],
+        nixl_post_share=(t["nixl_post_s"] / t["nixl_xfer_s"]) if t["nixl_xfer_s"] else float("nan"))
+
+
+def _mooncake_figures(r: sc.WayResult, dec, pre) -> None:
+    """The decode side's pulls and the prefill side's writes (``lab.vllm_mooncake.Timing``)
+    into ``r``, per request: ``descriptors`` and ``posted`` are the slices vLLM handed
+    ``batch_transfer_sync_write`` (Mooncake merges none)."""
+    rids = [rid for rid in dec["start"] if rid in dec["done"]]
+    r.xfer_ms = [(dec["done"][rid] - dec["start"][rid]) * 1e3 for rid in rids]
+    sent = [pre["sent"].get(rid, [0.0, 0, 0]) for rid in rids]
+    r.engine_ms = [s[0] * 1e3 for s in sent]
+    r.post_ms = [x - e for x, e in zip(r.xfer_ms, r.engine_ms)]
+    r.per_posted = [int(s[1]) for s in sent]
+    r.per_bytes = [int(s[2]) for s in sent]
+    r.descriptors = r.posted = sum(r.per_posted)
+    # Pulls Mooncake failed (vLLM recomputed their prompts): a line with any misses the
+    # contract, as an error does.
+    r.extra["pulls_failed"] = len(dec["failed"])
+    r.errors += len(dec["failed"])
+
+
 def run_modes(args) -> List[str]:
-    """The modes a run measures: ``--mode``'s, else both (``--quick``: pull alone, CI's
-    time)."""
-    if args.mode is None:
-        return ["pull"] if args.quick else list(MODES)
-    return list(MODES) if args.mode == "both" else [args.mode]
+    """The engine modes a run measures: NIXL's ``--mode``'s, else both (``--quick``: pull
+    alone, CI's time); then Mooncake's when ``--connector`` names it."""
+    modes: List[str] = []
+    connector = getattr(args, "connector", "nixl")
+    if connector in ("nixl", "both"):
+        if args.mode is None:
+            modes += ["pull"] if args.quick else list(MODES)
+        else:
+            modes += list(MODES) if args.mode == "both" else [args.mode]
+    if connector in ("mooncake", "both"):
+        modes.append("mooncake")
+    return modes
 
 
 def main(argv=None) -> int:
@@ -181,6 +236,9 @@ def main(argv=None) -> int:
                     help="NIXL pull mode (NixlConnector: the decode side READs), push mode "
                          "(NixlPushConnector: the prefill side WRITEs) or both (default: both; "
                          "--quick: pull)")
+    ap.add_argument("--connector", choices=["nixl", "mooncake", "both"], default="nixl",
+                    help="vLLM's NIXL connector (default), its Mooncake connector "
+                         "(MooncakeConnector, Mooncake's TransferEngine over TCP) or both")
     args = sc.parse(ap, argv)
     if args.model not in SHAPES:
         ap.error(f"--model {args.model}: the vLLM stack run builds full attention ({', '.join(SHAPES)}); "
@@ -188,28 +246,29 @@ def main(argv=None) -> int:
     if args.block_tokens % BLOCK_ALIGN:
         ap.error(f"--block-tokens must be a multiple of {BLOCK_ALIGN} (FlashAttention's kernel "
                  f"block sizes), got {args.block_tokens}")
-    upstream.require("stack_e2e.py --stack vllm", ["torch", "vllm", "nixl"])
+    upstream.require("stack_e2e.py --stack vllm", ["torch", "vllm"]
+                     + (["nixl"] if args.connector != "mooncake" else [])
+                     + (["mooncake"] if args.connector != "nixl" else []))
     modes = run_modes(args)
-    sc.tee_results("stack-e2e-vllm.txt", args)
+    sc.tee_results("stack-e2e-vllm.txt" if args.connector == "nixl" else f"stack-e2e-vllm-{args.connector}.txt", args)
     shape = KvShape.of(args.model, args.block_tokens)
     pre_blocks, dec_blocks = pools(shape, args.quick)
-    print(f"vLLM 0.33.0 NIXL connector, two processes on 127.0.0.1; {args.model}: {shape.layers} "
+    print(f"vLLM 0.33.0 {args.connector} connector, two processes on 127.0.0.1; {args.model}: {shape.layers} "
           f"layers, blocks of {shape.block} tokens x {shape.heads} heads x {shape.head} x 2 B (K and V); "
           f"pools of {pre_blocks} prefill and {dec_blocks} decode blocks; workload {args.workload}, "
           f"{args.requests} requests, seed {args.seed}; mode {', '.join(modes)}", flush=True)
     got = sc.alternate(lambda mode, plugin: run_way(args, mode, plugin), modes)
-    sc.report("vllm", "nixl", got)
-    print(cost_model.model_line("vllm", "nixl", got.values()))
-    for (mode, plugin), r in got.items():
-        print(cost_model.projection_line("vllm", "nixl", plugin, r) + f" mode={mode}")
-    print(f"stack-e2e-note connector=mooncake run=no reason={MOONCAKE_GPU_LINE!r}")
+    for connector in ("nixl", "mooncake"):
+        part = {k: r for k, r in got.items() if (k[0] == "mooncake") == (connector == "mooncake")}
+        if not part:
+            continue
+        lines = {("pull" if m == "mooncake" else m, p): r for (m, p), r in part.items()}
+        sc.report("vllm", connector, lines)
+        print(cost_model.model_line("vllm", connector, part.values()))
+        for (mode, plugin), r in lines.items():
+            print(cost_model.projection_line("vllm", connector, plugin, r) + f" mode={mode}")
     # stack_e2e.py exits with this: 1 when a line misses its contract (as lab.stack_sglang).
     ok = all(r.bytes_bad == 0 and r.errors == 0 and r.bytes_checked == r.bytes_expected
              for r in got.values())
     return 0 if ok else 1
 
-
-#: Why vLLM's Mooncake connector is not run here (see the module docs).
-MOONCAKE_GPU_LINE = ("vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py:1242 "
-                     "torch.accelerator.current_device_index() in MooncakeConnectorWorker.__init__ "
-                     "needs a GPU (RuntimeError: Found no NVIDIA driver on your system)")

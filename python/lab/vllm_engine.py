@@ -16,6 +16,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from lab import stack_common as sc
+from lab import vllm_mooncake
 from lab.vllm_kv import KvShape, check_blocks, write_tokens
 
 #: The model shapes this engine builds (``lab.stack_common.MODELS``): vLLM's full
@@ -27,13 +28,16 @@ BLOCK_ALIGN = 16
 MODEL = "Qwen/Qwen3-0.6B"  # its config, with layers and KV heads set by hf_overrides
 STEP_TIMEOUT = 120.0  # seconds a request may take before the run is an error
 PYTHON = Path(__file__).resolve().parents[1]
-#: vLLM's connector for each NIXL mode (``nixl/connector.py``: ``NixlConnector`` is the
-#: pull connector's old name).
-CONNECTORS = {"pull": "NixlConnector", "push": "NixlPushConnector"}
+#: vLLM's connector for each mode: NIXL's two (``nixl/connector.py``: ``NixlConnector`` is
+#: the pull connector's old name) and Mooncake's (``lab.vllm_mooncake``).
+CONNECTORS = {"pull": "NixlConnector", "push": "NixlPushConnector",
+              "mooncake": vllm_mooncake.CONNECTOR}
 
 
 class Engine:
-    """vLLM's scheduler and NIXL connector (both sides) over host KV caches."""
+    """vLLM's scheduler and its NIXL or Mooncake connector (both sides) over host KV
+    caches. ``side_port``: NIXL's side channel, or Mooncake's bootstrap server (the
+    prefill side's)."""
 
     def __init__(self, role: str, blocks: int, side_port: int, dist_port: int, plugin: bool,
                  mode: str = "pull", shape: KvShape = KvShape.of("llama3-8b", 16)):
@@ -43,6 +47,9 @@ class Engine:
                           UCX_RCACHE_MAX_UNRELEASED="1024")
         home = PYTHON.parent / "target" / "vllm-hf"
         os.environ["HF_HOME"] = str(home)
+        self.mooncake = mode == "mooncake"
+        if self.mooncake:
+            vllm_mooncake.environment(role, side_port)
         os.environ.pop("CORUN_VLLM", None)
         if plugin:
             os.environ["CORUN_VLLM"] = "all"
@@ -77,7 +84,8 @@ class Engine:
             kv_transfer_config=KVTransferConfig(
                 kv_connector=CONNECTORS[mode],
                 kv_role="kv_producer" if producer else "kv_consumer",
-                engine_id=f"{role}-engine"),
+                engine_id=f"{role}-engine",
+                kv_connector_extra_config=dict(vllm_mooncake.EXTRA_CONFIG) if self.mooncake else {}),
             device_config=DeviceConfig("cpu"))
         # vLLM's workers and scheduler read the config from this context while built; it
         # stays set for the process's life (kept referenced: its exit clears it).
@@ -125,20 +133,29 @@ class Engine:
 
         # Shim: the backend a CUDA deployment selects (see the module docs).
         base_worker.get_current_attn_backends = lambda *a, **k: [FlashAttentionBackend]
+        if self.mooncake:
+            vllm_mooncake.shim()
         self.conn = KVConnectorFactory.create_connector(cfg, KVConnectorRole.WORKER, kcc[0])
         self.caches = allocate_kv_cache(kcc[0], torch.device("cpu"), layout, kernel_block_sizes=[block])
         self.conn.register_kv_caches(self.caches)
-        # EngineCore._set_kv_connector_handshake_metadata: the scheduler side's side
-        # channel serves the worker's agent metadata.
-        self.sched.get_kv_connector().set_xfer_handshake_metadata_pp_aware(
-            {(0, 0): self.conn.get_handshake_metadata()})
+        if not self.mooncake:
+            # EngineCore._set_kv_connector_handshake_metadata: the scheduler side's side
+            # channel serves the worker's agent metadata.
+            self.sched.get_kv_connector().set_xfer_handshake_metadata_pp_aware(
+                {(0, 0): self.conn.get_handshake_metadata()})
         # uint64 views of each layer's [B, H, N, C] cache: C is K's 128 then V's 128 bf16.
         self.words = [self.caches[n].view(torch.int16).numpy().view(np.uint64) for n in self.names]
         self.worker = self.conn.connector_worker
         self.received: set = set()  # requests whose pull NIXL reported done
         # The side that posts the transfers measures them: pull mode's reader (decode),
         # push mode's writer (prefill).
-        self.timing = Timing(self.worker, mode) if producer == (mode == "push") else None
+        if self.mooncake:
+            self.timing = vllm_mooncake.Timing(self.worker, role)
+        else:
+            self.timing = Timing(self.worker, mode) if producer == (mode == "push") else None
+        self.side_port = side_port
+        self.finished: set = set()  # prefill side: requests whose one token is out
+        self.ttft_ms: List[float] = []
         self.params: Dict[str, Any] = {}
         self.owners: Dict[str, np.ndarray] = {}
         self.live: deque = deque()
@@ -161,18 +178,23 @@ class Engine:
             self.conn.clear_connector_metadata()
         ids = list(out.num_scheduled_tokens)
         stats = self.conn.get_kv_connector_stats()
-        if stats is not None and self.timing is not None:
+        if stats is not None and self.timing is not None and not self.mooncake:
             self.timing.add_stats(stats)
         mro = ModelRunnerOutput(
             req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
             sampled_token_ids=[[7] for _ in ids],
-            kv_connector_output=KVConnectorOutput(finished_sending=sending or None,
-                                                  finished_recving=recving or None))
+            kv_connector_output=KVConnectorOutput(
+                finished_sending=sending or None, finished_recving=recving or None,
+                # As the model runner reports them (kv_connector_model_runner_mixin.py):
+                # vLLM recomputes the blocks of a failed load.
+                invalid_block_ids=self.conn.get_block_ids_with_load_errors()))
         outputs = self.sched.update_from_output(out, mro)
         for eco in outputs.values():
             for o in eco.outputs:
                 if o.kv_transfer_params is not None:
                     self.params[o.request_id] = o.kv_transfer_params
+                if o.finish_reason is not None:
+                    self.finished.add(o.request_id)
         self.received |= recving or set()
 
     def forward(self, out):
@@ -210,13 +232,21 @@ class Engine:
     def prefill(self, spec: sc.StreamRequest):
         """Prefills one request (one output token: it finishes, its blocks held for the
         pull); returns its kv_transfer_params for the decode side."""
-        rid = self.add(spec, {"do_remote_decode": True}, max_tokens=1)
+        params = {"do_remote_decode": True}
+        if self.mooncake:  # vLLM's Mooncake proxy gives both sides one transfer id
+            params["transfer_id"] = vllm_mooncake.transfer_id(spec.index)
+        rid = self.add(spec, params, max_tokens=1)
         deadline = time.monotonic() + STEP_TIMEOUT
-        while rid not in self.params:
+        # NIXL answers the decode side's parameters; Mooncake's request_finished none.
+        while rid not in (self.finished if self.mooncake else self.params):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"prefill of {rid} not done after {STEP_TIMEOUT:.0f} s")
             self.step()
         self.owners.pop(rid, None)
+        if self.mooncake:
+            self.finished.discard(rid)
+            self.step()  # its blocks to the worker's sender (record_send_reqs): ready to send
+            return vllm_mooncake.decode_params(spec.index, self.side_port)
         return self.params.pop(rid)
 
     def decode(self, spec: sc.StreamRequest, params: Dict[str, Any], occupancy: float):
@@ -228,6 +258,7 @@ class Engine:
         # Hold the pool at the workload's occupancy: the oldest live requests finish.
         while self.live and pool.get_num_free_blocks() - spec.blocks < (1 - occupancy) * total:
             self.finish(self.live.popleft())
+        t0 = time.perf_counter()
         rid = self.add(spec, dict(params, do_remote_prefill=True), max_tokens=1_000_000)
         req = self.sched.requests[rid]
         deadline = time.monotonic() + STEP_TIMEOUT
@@ -238,6 +269,7 @@ class Engine:
                 raise TimeoutError(f"decode of {rid} not done after {STEP_TIMEOUT:.0f} s "
                                    f"(status {req.status})")
             self.step()
+        self.ttft_ms.append((time.perf_counter() - t0) * 1e3)
         self.received.discard(rid)
         self.live.append(rid)
         blocks = self.sched.kv_cache_manager.get_block_ids(rid)[0][:spec.blocks]
@@ -247,7 +279,8 @@ class Engine:
         """Steps until every transfer this side posted was seen DONE (push: the prefill
         side polls its WRITE handles after the decode side's notification arrived)."""
         deadline = time.monotonic() + STEP_TIMEOUT
-        while self.timing is not None and self.timing.pending() and time.monotonic() < deadline:
+        while (not self.mooncake and self.timing is not None and self.timing.pending()
+               and time.monotonic() < deadline):
             self.step()
             time.sleep(0.001)
 
@@ -262,7 +295,7 @@ class Engine:
         """Drains, then this side's plugin counters, placement times and timing."""
         self.drain()
         return dict(counters=self.plugin.counters(), place_times=self.plugin.place_times(),
-                    timing=self.timing.summary() if self.timing else None)
+                    timing=self.timing.summary() if self.timing else None, ttft_ms=self.ttft_ms)
 
     def finish(self, rid):
         from vllm.v1.request import RequestStatus

@@ -142,6 +142,7 @@ def test_a_local_build_of_the_tested_vllm_is_the_tested_release(monkeypatch, cap
 def test_every_documented_counter_is_there_from_the_start():
     keys = {"placed", "partial", "fallback", "errors", "place_errors", "nixl_order_errors", "mooncake_errors",
             "moriio_errors", "nixl_transfers", "nixl_before", "nixl_after", "mooncake_calls",
+            "mooncake_before", "mooncake_after", "mooncake_waits", "mooncake_wait_us",
             "moriio_calls", "moriio_vllm", "unsupported_version"}
     assert set(vllm_plugin.counters()) == keys
     assert vllm_plugin.counters()["moriio_calls"] >= 0  # no KeyError before first use
@@ -382,6 +383,12 @@ def test_placement_is_judged_by_the_runs_the_connector_posts(monkeypatch):
         monkeypatch.setattr(vllm_plugin._LIFE, "on", set(on))
         vllm_plugin._place(Pool(), [5, 4, 3], 0, 3)
         assert seen[-1] == want, on
+    # A Mooncake connector's request: what its grouping posts (corun's takes either way).
+    for on, want in (({"place"}, "ascending"), ({"place", "nixl_order"}, "ascending"),
+                     ({"place", "mooncake"}, "either")):
+        monkeypatch.setattr(vllm_plugin._LIFE, "on", set(on))
+        vllm_plugin._place(Pool(), [5, 4, 3], 0, 3, True)
+        assert seen[-1] == want, on
     # And placement itself keeps vLLM's blocks where its choice posts no fewer: a first
     # side that descends, free blocks that descend too, counted ascending.
     first = np.array([9, 8, 7, 6], dtype=np.int64)
@@ -411,7 +418,41 @@ def test_a_failing_nixl_order_posts_vllms_order(monkeypatch):
     assert on["descriptors"] == off["descriptors"] and on["blocks"] == off["blocks"]
 
 
-def test_mooncake_grouping_is_corun_and_equals_vllms(monkeypatch):
+def _check_groups(groups, local, remote, want):
+    """``groups`` hold every (local, remote) pair once, each group ascending by 1 on both
+    sides, in ``want`` groups."""
+    src, dst = groups
+    assert len(src) == len(dst) == want
+    pairs = []
+    for a, b in zip(src, dst):
+        assert len(a) == len(b) > 0
+        assert a == list(range(a[0], a[0] + len(a))) and b == list(range(b[0], b[0] + len(b)))
+        pairs += list(zip(a, b))
+    assert sorted(pairs) == sorted(zip(list(local), list(remote)))
+
+
+def test_mooncake_groups_take_runs_either_way():
+    # vLLM's free order: a run that descends on both sides is one group, listed ascending.
+    assert vllm_plugin.mooncake_groups([9, 8, 7, 3, 4], [19, 18, 17, 5, 6]) == (
+        [[7, 8, 9], [3, 4]], [[17, 18, 19], [5, 6]])
+    # Opposite directions are not contiguous on both sides: one pair a group.
+    assert vllm_plugin.mooncake_groups([1, 2, 3], [9, 8, 7]) == ([[1], [2], [3]], [[9], [8], [7]])
+    assert vllm_plugin.mooncake_groups([], []) == ([], [])
+    with pytest.raises(ValueError):
+        vllm_plugin.mooncake_groups([1, 2], [3])
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        n = int(rng.integers(0, 60))
+        # A small alphabet makes runs either way, repeats and breaks.
+        local = rng.integers(0, 8, n).cumsum() if rng.random() < 0.3 else rng.choice(200, n, replace=False)
+        remote = np.where(rng.random(n) < 0.5, local + 5, 300 - local) if n else local
+        groups = vllm_plugin.mooncake_groups(local.tolist(), remote.tolist())
+        want = corun.count_runs(local, remote, direction="either") if n else 0
+        _check_groups(groups, local, remote, want)
+        assert want <= corun.count_runs(local, remote)
+
+
+def test_mooncake_grouping_is_corun_and_covers_vllms_pairs(monkeypatch):
     vllm_parts()
     from vllm.distributed.kv_transfer.kv_connector.v1.mooncake import mooncake_connector as mc
 
@@ -424,11 +465,18 @@ def test_mooncake_grouping_is_corun_and_equals_vllms(monkeypatch):
         ours = mc.group_concurrent_contiguous
         assert ours is not own
         rng = np.random.default_rng(1)
+        before = after = 0
         for _ in range(300):
             local, remote = random_pairs(rng, int(rng.integers(0, 120)))
-            assert ours(local, remote) == own(local, remote)
-        assert vllm_plugin.counters()["mooncake_calls"] == 300
-        monkeypatch.setattr(_corun, "group_concurrent_contiguous", failing)
+            vllms = own(local, remote)
+            got = ours(local, remote)
+            _check_groups(got, local, remote, len(got[0]))
+            assert len(got[0]) <= len(vllms[0])
+            before, after = before + len(vllms[0]), after + len(got[0])
+        c = vllm_plugin.counters()
+        assert c["mooncake_calls"] == 300
+        assert (c["mooncake_before"], c["mooncake_after"]) == (before, after)
+        monkeypatch.setattr(_corun, "runs", failing)
         assert ours([3, 4, 9], [7, 8, 1]) == own([3, 4, 9], [7, 8, 1])
         assert vllm_plugin.counters()["mooncake_errors"] == 1
     finally:

@@ -30,6 +30,10 @@ LIFE = Lifecycle(
         "nixl_before",  # their descriptors under NIXL's merge rule, in vLLM's order
         "nixl_after",  # ... in corun's order
         "mooncake_calls",  # groupings done by corun for the Mooncake connector
+        "mooncake_before",  # their groups (descriptors) under vLLM's rule
+        "mooncake_after",  # ... under corun's (runs descending on both sides grouped too)
+        "mooncake_waits",  # decode-side allocations that waited for the prefill side's blocks
+        "mooncake_wait_us",  # ... the time they waited, in all
         "moriio_calls",  # MoRIIO merges answered by corun
         "moriio_vllm",  # MoRIIO merges routed to vLLM's own function (see _install_moriio)
     ),

@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal, Optional
 
 import numpy as np
 
-from . import adapters
+from . import _vllm_mooncake, adapters
 from ._budget import now_ns
 from ._guard import guarded
 from ._vllm_life import LIFE as _LIFE
@@ -43,16 +43,19 @@ def _remote_group(remote: Any, group_id: int) -> Optional[Any]:
     return remote if group_id == 0 else None
 
 
-def _place(block_pool: Any, remote_block_ids: Any, group_id: int, num_blocks: int) -> None:
+def _place(block_pool: Any, remote_block_ids: Any, group_id: int, num_blocks: int,
+           mooncake: bool = False) -> None:
     """Puts the blocks that pair with the request's remote ids first in the free queue,
     for the ``num_blocks`` that ``get_new_blocks`` is about to take, within the budget;
-    the call's CPU time is recorded (:func:`place_times`)."""
+    the call's CPU time is recorded (:func:`place_times`). ``mooncake``: the request is
+    the Mooncake connector's (see :func:`_posted_direction`)."""
     if num_blocks == 0:
         return
-    _LIFE.budget.run(lambda: _place_within(block_pool, remote_block_ids, group_id, num_blocks))
+    _LIFE.budget.run(lambda: _place_within(block_pool, remote_block_ids, group_id, num_blocks, mooncake))
 
 
-def _place_within(block_pool: Any, remote_block_ids: Any, group_id: int, num_blocks: int) -> int:
+def _place_within(block_pool: Any, remote_block_ids: Any, group_id: int, num_blocks: int,
+                  mooncake: bool = False) -> int:
     """:func:`_place`'s work; returns the blocks it read (request and window)."""
     remote = _remote_group(remote_block_ids, group_id)
     free = block_pool.get_num_free_blocks()
@@ -86,7 +89,7 @@ def _place_within(block_pool: Any, remote_block_ids: Any, group_id: int, num_blo
     # twice gives no one-to-one pairing: vllm_place_front then leaves the queue as it is,
     # a plain fallback.)
     tail = np.asarray(remote[len(remote) - num_blocks :], dtype=np.int64)
-    stats = adapters.vllm_place_front(block_pool, tail, direction=_posted_direction(), pages=k, window=window)
+    stats = adapters.vllm_place_front(block_pool, tail, direction=_posted_direction(mooncake), pages=k, window=window)
     _COUNTERS.add("fallback" if stats["fallback"] else "partial" if k < num_blocks else "placed")
     return items(k, window)
 
@@ -96,13 +99,20 @@ def _shallow_window(n: int) -> int:
     return 2 * n + 64
 
 
-def _posted_direction() -> Literal["ascending", "either"]:
+def _posted_direction(mooncake: bool = False) -> Literal["ascending", "either"]:
     """The runs the connector will post for a placed request, by which placement judges
     it (kept only when it gives fewer than vLLM's own blocks): NIXL merges neighbours
     that ascend on both sides, and only with ``nixl_order`` on are runs that descend on
-    both sides listed ascending for it to merge; Mooncake's grouping (vLLM's or corun's
-    drop-in) ascends too."""
-    return "either" if "nixl_order" in _LIFE.on else "ascending"
+    both sides listed ascending for it to merge; the Mooncake connector's grouping
+    (vLLM's) ascends too, corun's (``mooncake`` on) takes either direction."""
+    return "either" if ("mooncake" if mooncake else "nixl_order") in _LIFE.on else "ascending"
+
+
+def _is_mooncake(request: Any) -> bool:
+    """Whether the request is the Mooncake connector's (its parameters name the prefill
+    side's bootstrap server; NIXL's its host and port)."""
+    params = getattr(request, "kv_transfer_params", None) or {}
+    return "remote_bootstrap_addr" in params
 
 
 def prepare(block_pool: Any) -> None:
@@ -140,7 +150,7 @@ def _install_place() -> None:
         if remote is None:
             return allocate_slots(self, request, *args, **kwargs)
         outer = getattr(_local, "request", None)
-        _local.request = (request.request_id, remote)
+        _local.request = (request.request_id, remote, _is_mooncake(request))
         try:
             return allocate_slots(self, request, *args, **kwargs)
         finally:
@@ -152,7 +162,7 @@ def _install_place() -> None:
         if pending is None or pending[0] != request_id:
             return allocate_external(self, request_id, *args, **kwargs)
         outer = getattr(_local, "group", None)
-        _local.group = (self.block_pool, pending[1], self.kv_cache_group_id)
+        _local.group = (self.block_pool, pending[1], self.kv_cache_group_id, pending[2])
         try:
             return allocate_external(self, request_id, *args, **kwargs)
         finally:
@@ -164,7 +174,7 @@ def _install_place() -> None:
         if group is not None and group[0] is self:
             # One allocation per group: later calls (e.g. a subclass's own) go vLLM's way.
             _local.group = None
-            _place_safely(self, group[1], group[2], num_blocks)
+            _place_safely(self, group[1], group[2], num_blocks, group[3])
             # vLLM's own allocation of the request: what the budget is a share of.
             start = now_ns()
             try:
@@ -177,3 +187,9 @@ def _install_place() -> None:
     _LIFE.patch(stm.SingleTypeKVCacheManager, "allocate_external_computed_blocks", corun_allocate_external)
     _LIFE.patch(BlockPool, "get_new_blocks", corun_get_new_blocks)
     _LIFE.patch(BlockPool, "__init__", corun_pool_init)
+    try:
+        _vllm_mooncake.install()
+    except Exception:
+        # vLLM's Mooncake connector does not import here (its optional packages: mooncake,
+        # httpx, fastapi): placement serves the NIXL connector alone.
+        pass

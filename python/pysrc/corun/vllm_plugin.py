@@ -18,8 +18,12 @@ Features (each patches vLLM's own code path; nothing else changes):
   descriptors only when both sides are adjacent in the same order, so it then merges
   those runs too. The set of pairs is unchanged (:func:`nixl_order`).
 - ``mooncake``: the Mooncake connector's grouping (``group_concurrent_contiguous``,
-  called by ``MooncakeConnectorWorker._build_transfer_params``) is corun's, which returns
-  the same groups.
+  called by ``MooncakeConnectorWorker._build_transfer_params``, which then posts each
+  group as one descriptor) is corun's, which also groups runs that descend on both sides
+  (vLLM's free order makes them; their bytes are contiguous on both sides too), each
+  listed ascending: the same (local, remote) pairs in fewer groups (:func:`mooncake_groups`).
+  With ``place`` on, the decode side allocates once it has the prefill side's blocks
+  (``corun._vllm_mooncake``) and places against them.
 - ``moriio``: the MoRIIO connector's block merge
   (``MoRIIOConnectorWorker.merge_contiguous_blocks``, which sorts a transfer's blocks
   and merges the neighbours) is ``corun.merge_contiguous_blocks``, which returns the
@@ -57,6 +61,7 @@ __all__ = [
     "enable",
     "enabled",
     "enabled_features",
+    "mooncake_groups",
     "nixl_order",
     "place_times",
     "register",
@@ -270,13 +275,39 @@ def _install_mooncake() -> None:
 
     @functools.wraps(own)
     def corun_group(src_indices: Any, dst_indices: Any) -> Any:
-        if len(src_indices) and len(src_indices) != len(dst_indices):
+        if len(src_indices) != len(dst_indices):
             return vllms(src_indices, dst_indices)  # outside corun's contract: vLLM's answer
-        groups = _corun.group_concurrent_contiguous(src_indices, dst_indices)
+        groups = mooncake_groups(src_indices, dst_indices)
         _COUNTERS.add("mooncake_calls")
+        _COUNTERS.add("mooncake_before", _corun.count_runs(src_indices, dst_indices))
+        _COUNTERS.add("mooncake_after", len(groups[0]))
         return groups
 
     _LIFE.patch(mc, "group_concurrent_contiguous", guarded(_COUNTERS, "mooncake", own)(corun_group))
+
+
+def mooncake_groups(src: Any, dst: Any) -> Tuple[List[List[int]], List[List[int]]]:
+    """``(src_groups, dst_groups)`` as vLLM's ``group_concurrent_contiguous`` returns them,
+    but with runs that descend on both sides grouped too, each group ascending on both
+    sides: every ``(src[i], dst[i])`` pair is in exactly one group, at the same offset of
+    its two lists, and the groups are never more than vLLM's (``corun.runs(...,
+    direction="either")``). Unequal lengths: ``ValueError``."""
+    s_starts, d_starts, lengths = _corun.runs(src, dst, direction="either")
+    if len(lengths) == 0:
+        return [], []
+    s_first = np.asarray(s_starts, dtype=np.int64)
+    d_first = np.asarray(d_starts, dtype=np.int64)
+    n = np.asarray(lengths, dtype=np.int64)
+    pos = np.cumsum(n) - n
+    src_arr = np.asarray(src, dtype=np.int64)
+    # A run of two or more descends when its second page is below its first.
+    nxt = src_arr[np.minimum(pos + 1, len(src_arr) - 1)]
+    down = (n > 1) & (nxt < s_first)
+    s_lo = np.where(down, s_first - (n - 1), s_first).tolist()
+    d_lo = np.where(down, d_first - (n - 1), d_first).tolist()
+    counts = n.tolist()
+    return ([list(range(a, a + k)) for a, k in zip(s_lo, counts)],
+            [list(range(b, b + k)) for b, k in zip(d_lo, counts)])
 
 
 # -- moriio -----------------------------------------------------------------------------
