@@ -268,6 +268,12 @@ class Engine:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"decode of {rid} not done after {STEP_TIMEOUT:.0f} s "
                                    f"(status {req.status})")
+            if req.is_finished():
+                # vLLM failed it (a failed load: kv_load_failure_policy "fail"): nothing
+                # checked, the run goes on; the line misses its byte contract.
+                self.received.discard(rid)
+                self.owners.pop(rid, None)
+                return 0, 0
             self.step()
         self.ttft_ms.append((time.perf_counter() - t0) * 1e3)
         self.received.discard(rid)

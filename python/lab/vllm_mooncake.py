@@ -51,9 +51,10 @@ EXTRA_CONFIG = {"mooncake_protocol": "tcp"}
 #: failed and fails the request): llama3-70b-tp8's 80 regions make that a 26-block
 #: request in vLLM's order. vLLM's Mooncake connector has no bound of its own on a batch
 #: (SGLang's has: ``SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES``), so these runs raise
-#: Mooncake's, both to this value (measured here: 7,000 slices pass; 65,536 is not taken,
-#: the defaults stay).
-TCP_QUEUE = 16384
+#: Mooncake's, both to the most they take (measured here: 60,000 slices pass at 65,535;
+#: 65,536 is not taken and the defaults stay). A pull past it still fails: counted in
+#: ``pulls_failed`` (an error) and its request is not checked.
+TCP_QUEUE = 65535
 
 
 def environment(role: str, bootstrap_port: int) -> None:
