@@ -97,6 +97,9 @@ plugin's wait for the prefill side's blocks costs), ``pulls_failed`` (counted as
 ``groups`` / ``groups_vllm_rule`` (the sender's groups, corun's rule and vLLM's on the
 same blocks) and ``waits`` / ``wait_ms_mean`` (``corun._vllm_mooncake``'s waits).
 Results file: ``stack-e2e-vllm-mooncake.txt`` (``both``: ``stack-e2e-vllm-both.txt``).
+``--place-cached`` runs the plugin with ``CORUN_VLLM_PLACE_CACHED=1`` (placement may take
+blocks that hold a cached prefix; ``-cached`` on the results file, ``place_cached=1`` on
+the lines).
 
 Over NIXL ``descriptors`` is the same off and on by construction: vLLM 0.33 hands NIXL one id per
 region and block whatever the blocks are, and the plugin reorders those ids without
@@ -106,11 +109,12 @@ dropping any; what placement and ordering change is how many NIXL posts after it
 
 from __future__ import annotations
 
+import os
 from typing import List
 
 from lab import cost_model, kit, upstream
 from lab import stack_common as sc
-from lab.vllm_engine import BLOCK_ALIGN, CONNECTORS, SHAPES, STEP_TIMEOUT, Engine  # noqa: F401 (CONNECTORS: the runs' connectors, read from here)
+from lab.vllm_engine import BLOCK_ALIGN, SHAPES, STEP_TIMEOUT, Engine
 from lab.vllm_kv import KvShape
 
 #: NIXL's modes (``--mode``); Mooncake's one is ``mooncake`` (its lines say ``mode=pull``:
@@ -181,7 +185,7 @@ def run_way(args, mode: str, plugin: str) -> sc.WayResult:
         _nixl_figures(r, got["prefill" if mode == "push" else "decode"]["timing"])
     xfer_total = sum(r.xfer_ms)
     r.extra.update(post_share=sum(r.post_ms) / xfer_total if xfer_total else float("nan"),
-                   workload=w.name, seed=args.seed)
+                   workload=w.name, seed=args.seed, place_cached=int(getattr(args, "place_cached", False)))
     return r
 
 
@@ -239,7 +243,13 @@ def main(argv=None) -> int:
     ap.add_argument("--connector", choices=["nixl", "mooncake", "both"], default="nixl",
                     help="vLLM's NIXL connector (default), its Mooncake connector "
                          "(MooncakeConnector, Mooncake's TransferEngine over TCP) or both")
+    ap.add_argument("--place-cached", action="store_true",
+                    help="the plugin's placement may take blocks holding a cached prefix "
+                         "(CORUN_VLLM_PLACE_CACHED=1; default: prefix-cache hits never fewer)")
     args = sc.parse(ap, argv)
+    os.environ.pop("CORUN_VLLM_PLACE_CACHED", None)
+    if args.place_cached:  # read by the plugin's enable() in each engine process
+        os.environ["CORUN_VLLM_PLACE_CACHED"] = "1"
     if args.model not in SHAPES:
         ap.error(f"--model {args.model}: the vLLM stack run builds full attention ({', '.join(SHAPES)}); "
                  "MLA's one latent a layer (vLLM's MLAAttentionSpec) is not built here")
@@ -250,7 +260,8 @@ def main(argv=None) -> int:
                      + (["nixl"] if args.connector != "mooncake" else [])
                      + (["mooncake"] if args.connector != "nixl" else []))
     modes = run_modes(args)
-    sc.tee_results("stack-e2e-vllm.txt" if args.connector == "nixl" else f"stack-e2e-vllm-{args.connector}.txt", args)
+    name = "stack-e2e-vllm" + ("" if args.connector == "nixl" else f"-{args.connector}")
+    sc.tee_results(name + ("-cached" if args.place_cached else "") + ".txt", args)
     shape = KvShape.of(args.model, args.block_tokens)
     pre_blocks, dec_blocks = pools(shape, args.quick)
     print(f"vLLM 0.33.0 {args.connector} connector, two processes on 127.0.0.1; {args.model}: {shape.layers} "

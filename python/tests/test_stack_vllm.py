@@ -102,7 +102,9 @@ def test_modes_a_run_measures():
     assert modes(["--quick"]) == ["pull"]
     assert modes(["--mode", "push", "--quick"]) == ["push"]
     assert modes(["--mode", "both", "--quick"]) == ["pull", "push"]
-    assert stack_vllm.CONNECTORS == {"pull": "NixlConnector", "push": "NixlPushConnector",
+    from lab.vllm_engine import CONNECTORS
+
+    assert CONNECTORS == {"pull": "NixlConnector", "push": "NixlPushConnector",
                                      "mooncake": "MooncakeConnector"}
 
     def connector(argv):

@@ -314,3 +314,47 @@ def test_disable_leaves_nothing_of_corun_on_the_pools_it_placed_in():
         stats = adapters.vllm_place_front(pool, [20, 21])
         assert stats["placed"] <= stats["own"]
     vllm_plugin.disable()
+
+
+def test_cached_blocks_past_the_front_are_taken_only_when_asked():
+    """With prefix caching on, placement takes past the blocks vLLM hands out now only
+    blocks that hold no cached prefix; ``cached=True`` (``CORUN_VLLM_PLACE_CACHED=1``)
+    lets it take cached ones from its whole window too."""
+    def cached_pool():
+        p = Pool(64)
+        p.get_new_blocks(64)
+        p.enable_caching = True
+        back = [p.blocks[i] for i in FREE]
+        for b in back:
+            b.ref_cnt -= 1
+            if b.block_id >= 10:  # every block past the front caches a prefix
+                b._block_hash = b"h%d" % b.block_id
+        p.free_block_queue.append_n(back)
+        adapters._mirror(p)
+        return p
+
+    p = cached_pool()
+    kept = adapters.vllm_place_front(p, REMOTE)
+    # Takeable: the front four, and past them the uncached 6 and 8 (PLACED's blocks cache
+    # a prefix): no run of four among them.
+    front = lambda: [b.block_id for b in p.free_block_queue.get_all_free_blocks()[:4]]  # noqa: E731
+    assert kept["placed"] > 1 and not set(front()) & set(PLACED)
+    p = cached_pool()
+    taken = adapters.vllm_place_front(p, REMOTE, cached=True)
+    assert not taken["fallback"] and taken["placed"] == 1
+    assert front() == PLACED  # what get_new_blocks hands out next
+
+
+def test_the_place_cached_setting_is_read_and_checked(monkeypatch):
+    from corun import _vllm_place
+
+    for value, want in (("", False), ("0", False), ("1", True)):
+        monkeypatch.setenv("CORUN_VLLM_PLACE_CACHED", value)
+        _vllm_place.configure()
+        assert _vllm_place.SETTINGS["cached"] is want
+    monkeypatch.setenv("CORUN_VLLM_PLACE_CACHED", "yes")
+    with pytest.raises(ValueError, match=r"CORUN_VLLM_PLACE_CACHED='yes': expected 0 or 1"):
+        _vllm_place.configure()
+    monkeypatch.delenv("CORUN_VLLM_PLACE_CACHED")
+    _vllm_place.configure()
+    assert _vllm_place.SETTINGS["cached"] is False

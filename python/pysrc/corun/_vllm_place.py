@@ -89,9 +89,30 @@ def _place_within(block_pool: Any, remote_block_ids: Any, group_id: int, num_blo
     # twice gives no one-to-one pairing: vllm_place_front then leaves the queue as it is,
     # a plain fallback.)
     tail = np.asarray(remote[len(remote) - num_blocks :], dtype=np.int64)
-    stats = adapters.vllm_place_front(block_pool, tail, direction=_posted_direction(mooncake), pages=k, window=window)
+    stats = adapters.vllm_place_front(block_pool, tail, direction=_posted_direction(mooncake), pages=k,
+                                      window=window, cached=SETTINGS["cached"])
     _COUNTERS.add("fallback" if stats["fallback"] else "partial" if k < num_blocks else "placed")
     return items(k, window)
+
+
+#: ``CORUN_VLLM_PLACE_CACHED`` (read by :func:`configure` at ``enable()``): ``1`` lets
+#: placement take blocks that hold a cached prefix from its whole window
+#: (``adapters.vllm_place_front(cached=True)``); unset, ``""`` or ``0`` (the default):
+#: past the blocks vLLM hands out now only uncached ones, so prefix-cache hits are never
+#: fewer than vLLM's.
+CACHED_ENV = "CORUN_VLLM_PLACE_CACHED"
+SETTINGS = {"cached": False}
+
+
+def configure() -> None:
+    """Reads :data:`CACHED_ENV`; any other value than unset, ``""``, ``0`` or ``1`` is a
+    ``ValueError`` naming the variable and its value (raised before anything is patched)."""
+    import os
+
+    value = os.environ.get(CACHED_ENV, "")
+    if value not in ("", "0", "1"):
+        raise ValueError(f"{CACHED_ENV}={value!r}: expected 0 or 1")
+    SETTINGS["cached"] = value == "1"
 
 
 def _shallow_window(n: int) -> int:

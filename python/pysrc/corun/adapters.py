@@ -86,6 +86,7 @@ def vllm_place_front(
     window: _Window = None,
     direction: Literal["ascending", "either"] = "either",
     pages: Optional[int] = None,
+    cached: bool = False,
 ) -> PlaceStats:
     """Moves to the front of ``block_pool.free_block_queue`` (vLLM's
     ``FreeKVCacheBlockQueue``) the blocks that pair with ``remote_block_ids`` run for
@@ -103,6 +104,10 @@ def vllm_place_front(
     request takes the queue's own order after the placed blocks, and the whole request
     is kept so only when it has fewer runs (in ``direction``) than with the queue's own
     blocks; ``placed`` and ``own`` count the whole request either way.
+
+    ``cached=True`` takes cached blocks past the first ``len(remote_block_ids)`` too (all
+    of the window): more room where the prefix cache is worth little (the blocks vLLM
+    would have evicted stay cached instead of those taken, so its hits can fall).
 
     A block is moved only if vLLM's own state says it is free: its ``ref_cnt`` is 0 and
     both neighbours link to it. If any chosen block fails that (the queue was relinked
@@ -126,7 +131,8 @@ def vllm_place_front(
     front = mirror.front(max(w, n))
     # The candidates: the n blocks get_new_blocks takes anyway and, past them, only those
     # holding no cached prefix (a cached one vLLM would have kept stays where it is).
-    takeable = mirror.window(n, w) if getattr(block_pool, "enable_caching", False) else front[:w]
+    keep_cached = getattr(block_pool, "enable_caching", False) and not cached
+    takeable = mirror.window(n, w) if keep_cached else front[:w]
     try:
         chosen, _, stats = place(first[:k], takeable, direction=direction)
     except ValueError:

@@ -50,6 +50,7 @@ import numpy as np
 from . import _corun, adapters
 from ._guard import guarded, stack_way
 from ._vllm_life import ENV, FEATURES, LIFE as _LIFE, TESTED
+from . import _vllm_place
 from ._vllm_place import _install_place, _place, _place_safely, _posted_direction  # noqa: F401
 
 __all__ = [
@@ -126,6 +127,7 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
     if not wanted:
         return frozenset()
     _LIFE.budget.configure()  # a bad CORUN_VLLM_BUDGET_US: ValueError, nothing patched
+    _vllm_place.configure()  # a bad CORUN_VLLM_PLACE_CACHED: the same
     with _LIFE.lock:
         if not _LIFE.version_ok():
             return frozenset()
