@@ -369,7 +369,7 @@ def test_placement_is_judged_by_the_runs_the_connector_posts(monkeypatch):
     either direction, as nixl_order lists them ascending."""
     seen = []
 
-    def front(pool, tail, *, direction, pages=None, window=None):
+    def front(pool, tail, *, direction, pages=None, window=None, cached=False):
         seen.append(direction)
         return {"bound": 1, "placed": 1, "own": 2, "split": 0, "fallback": False}
 
