@@ -27,7 +27,8 @@ a package (pytest's ``pythonpath`` in ``pyproject.toml``).
 - ``e2e`` (on ``e2e_engines``: the pool, the engines, the session; ``e2e_replay``: the
   replayed requests): KV pages through the engines directly.
 - ``stack_common``, ``stack_vllm`` (its engine side ``vllm_engine``, whose KV shape and
-  pattern are ``vllm_kv``), ``stack_sglang`` (its sides ``sglang_sides``, their stand-ins
+  pattern are ``vllm_kv`` and whose Mooncake connector's shims and timing are
+  ``vllm_mooncake``), ``stack_sglang`` (its sides ``sglang_sides``, their stand-ins
   for SGLang's scheduler ``sglang_shims``): real bytes through the stacks' own connectors (``python
   python/stack_e2e.py --stack vllm|sglang``), their processes started with ``kit``, on the
   shared options (``--model``, ``--block-tokens``: ``stack_common.MODELS``), request
