@@ -133,3 +133,12 @@ def test_an_unreachable_prefill_side_is_vllms_way():
 def test_other_requests_are_vllms_at_once(params):
     req = SimpleNamespace(request_id="x", kv_transfer_params=params)
     assert vm._matched(vllms, vllms, None, req, 0) == (48, True)
+
+
+def test_answers_no_step_took_are_dropped_past_the_bound(monkeypatch):
+    monkeypatch.setattr(vm, "_KEEP", 3)
+    asks = vm._Asks()
+    for t in ("a", "b", "c"):
+        asks.state[t] = {"done": t != "b", "ids": None, "t0": 0.0}
+    asks.submit("d", "http://127.0.0.1:9", time.monotonic() + 1)
+    assert set(asks.state) == {"b", "d"}  # the pending one kept, the answered ones dropped

@@ -44,6 +44,7 @@ from ._vllm_life import LIFE as _LIFE
 _COUNTERS = _LIFE.counters
 ROUTE = "/corun/blocks/{transfer_id}"
 _POLL_S = (0.001, 0.02)  # first and longest pause between asks of a pending transfer
+_KEEP = 4096  # queries held before answered ones no step took are dropped
 
 
 class _Asks:
@@ -59,6 +60,10 @@ class _Asks:
         with self.lock:
             if self.pool is None:
                 self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="corun-mooncake-ask")
+            if len(self.state) >= _KEEP:
+                # Answers no step came back for (requests aborted while they waited).
+                for old in [t for t, e in self.state.items() if e["done"]]:
+                    del self.state[old]
             entry = self.state[tid] = {"done": False, "ids": None, "t0": time.perf_counter()}
             self.pool.submit(_ask, self, entry, addr, tid, deadline)
 
