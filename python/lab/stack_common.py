@@ -298,6 +298,25 @@ def parse_line(line: str) -> Dict[str, str]:
     return dict(f.split("=", 1) for f in line.split()[1:])
 
 
+class Progress:
+    """A ``stack-e2e-progress`` line on stderr at most every ``every`` seconds while a way
+    runs (a full way takes minutes and prints nothing else until it is done)."""
+
+    def __init__(self, label: str, total: int, every: float = 30.0):
+        import time
+
+        self.label, self.total, self.every = label, total, every
+        self._clock = time.monotonic
+        self.start = self.last = self._clock()
+
+    def tick(self, done: int) -> None:
+        now = self._clock()
+        if now - self.last >= self.every:
+            self.last = now
+            print(f"stack-e2e-progress {self.label} requests={done}/{self.total} "
+                  f"elapsed_s={now - self.start:.0f}", file=sys.stderr, flush=True)
+
+
 def alternate(run_way: Callable[[str, str], WayResult], modes: Sequence[str]
               ) -> Dict[Tuple[str, str], WayResult]:
     """Runs every mode both ways, ``run_way(mode, plugin)`` (``plugin`` ``"off"`` or

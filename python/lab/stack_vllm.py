@@ -154,7 +154,9 @@ def run_way(args, mode: str, plugin: str) -> sc.WayResult:
         pre.ready()
         dec.ready()
         w = args.workload_spec
+        progress = sc.Progress(f"stack=vllm mode={mode} plugin={plugin}", args.requests)
         for spec in sc.request_stream(w, args.requests, args.seed, shape.block, min(pre_blocks, dec_blocks)):
+            progress.tick(r.requests)
             params = pre.call("prefill", spec, timeout=wait)
             checked, bad = dec.call("decode", spec, params, w.occupancy, timeout=wait)
             r.requests += 1

@@ -84,3 +84,15 @@ def test_the_grid_covers_every_stack_connector_and_the_issues_shapes():
     assert {b for s, _, _, b in cells if s == "vllm"} == {16, 64, 128}
     assert {b for s, _, _, b in cells if s == "sglang"} == {1, 16, 64}
     assert set(stack_grid.QUICK) <= cells
+
+
+def test_a_long_way_says_how_far_it_is(capsys):
+    p = sc.Progress("stack=vllm mode=pull plugin=on", 160, every=10.0)
+    t = [100.0]
+    p._clock = lambda: t[0]
+    p.start = p.last = 100.0
+    p.tick(3)
+    assert capsys.readouterr().err == ""  # not yet: under `every` seconds
+    t[0] = 112.0
+    p.tick(40)
+    assert capsys.readouterr().err == "stack-e2e-progress stack=vllm mode=pull plugin=on requests=40/160 elapsed_s=12\n"
