@@ -229,7 +229,10 @@ def _decode(cfg) -> dict:
                 return None
             allocator.free(torch.cat(live.pop(int(rng.choice(list(live))))))
 
-    for req in _stream(cfg):
+    stream = _stream(cfg)
+    progress = sc.Progress(f"stack=sglang connector={cfg['connector']} plugin={cfg['plugin']}", len(stream))
+    for k, req in enumerate(stream):
+        progress.tick(k)
         room = cfg["room0"] + req.index
         while live and used() + req.blocks > limit:
             allocator.free(torch.cat(live.pop(int(rng.choice(list(live))))))
