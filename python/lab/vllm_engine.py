@@ -178,7 +178,7 @@ class Engine:
             self.conn.clear_connector_metadata()
         ids = list(out.num_scheduled_tokens)
         stats = self.conn.get_kv_connector_stats()
-        if stats is not None and self.timing is not None and not self.mooncake:
+        if stats is not None and self.timing is not None:
             self.timing.add_stats(stats)
         mro = ModelRunnerOutput(
             req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
@@ -285,8 +285,7 @@ class Engine:
         """Steps until every transfer this side posted was seen DONE (push: the prefill
         side polls its WRITE handles after the decode side's notification arrived)."""
         deadline = time.monotonic() + STEP_TIMEOUT
-        while (not self.mooncake and self.timing is not None and self.timing.pending()
-               and time.monotonic() < deadline):
+        while self.timing is not None and self.timing.pending() and time.monotonic() < deadline:
             self.step()
             time.sleep(0.001)
 

@@ -155,6 +155,13 @@ class Timing:
 
         worker._build_transfer_params, worker._send_blocks = noted_build, timed_send
 
+    def add_stats(self, stats: Any) -> None:
+        """vLLM's connector stats: not what these runs measure (the engine sides do)."""
+
+    def pending(self) -> int:
+        """Writes posted and not seen done: none (Mooncake's write returns when done)."""
+        return 0
+
     def summary(self) -> Dict[str, Any]:
         with self.lock:
             return dict(start=dict(self.start), done=dict(self.done), sent=dict(self.sent),

@@ -58,7 +58,7 @@ def until_answered(req, timeout=10.0):
     deadline = time.monotonic() + timeout
     steps = 0
     while time.monotonic() < deadline:
-        got = vm._matched(vllms, vllms, None, req, 0)
+        got = vm._matched(vllms, None, req, 0)
         steps += 1
         if got[0] is not None:
             return got, steps
@@ -89,9 +89,9 @@ def test_the_decode_side_waits_then_places_against_the_prefill_blocks(prefill):
     vllm_plugin.reset_counters()
     req = request(prefill.addr)
     # Not ready: the request waits (None: vLLM's scheduler skips it this step).
-    assert vm._matched(vllms, vllms, None, req, 0) == (None, False)
+    assert vm._matched(vllms, None, req, 0) == (None, False)
     time.sleep(0.05)
-    assert vm._matched(vllms, vllms, None, req, 0) == (None, False)
+    assert vm._matched(vllms, None, req, 0) == (None, False)
     assert "remote_block_ids" not in req.kv_transfer_params
     prefill.ready.set()
     got, _ = until_answered(req)
@@ -100,7 +100,7 @@ def test_the_decode_side_waits_then_places_against_the_prefill_blocks(prefill):
     c = vllm_plugin.counters()
     assert c["mooncake_waits"] == 1 and c["mooncake_wait_us"] > 0 and c["fallback"] == 0
     # Asked once: a later step is vLLM's at once.
-    assert vm._matched(vllms, vllms, None, req, 16) == (32, True)
+    assert vm._matched(vllms, None, req, 16) == (32, True)
 
 
 def test_a_prefill_side_without_the_route_is_vllms_way_and_not_asked_again(prefill):
@@ -113,7 +113,7 @@ def test_a_prefill_side_without_the_route_is_vllms_way_and_not_asked_again(prefi
     assert vllm_plugin.counters()["fallback"] == 1
     # That peer is known now: its next request is vLLM's at once, with no wait.
     other = request(prefill.addr, "t3")
-    assert vm._matched(vllms, vllms, None, other, 0) == (48, True)
+    assert vm._matched(vllms, None, other, 0) == (48, True)
     assert "remote_block_ids" not in other.kv_transfer_params
     assert vllm_plugin.counters()["fallback"] == 2 and vllm_plugin.counters()["mooncake_waits"] == 1
     vm.ASKS.plain.discard(prefill.addr)
@@ -132,7 +132,7 @@ def test_an_unreachable_prefill_side_is_vllms_way():
                                     {"do_remote_prefill": True, "transfer_id": "t"}])
 def test_other_requests_are_vllms_at_once(params):
     req = SimpleNamespace(request_id="x", kv_transfer_params=params)
-    assert vm._matched(vllms, vllms, None, req, 0) == (48, True)
+    assert vm._matched(vllms, None, req, 0) == (48, True)
 
 
 def test_answers_no_step_took_are_dropped_past_the_bound(monkeypatch):

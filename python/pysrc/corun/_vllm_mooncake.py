@@ -113,7 +113,7 @@ def _abort_timeout() -> float:
     return float(envs.VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT)
 
 
-def _matched(own: Any, vllms: Any, self: Any, request: Any, num_computed_tokens: int) -> Any:
+def _matched(vllms: Any, self: Any, request: Any, num_computed_tokens: int) -> Any:
     params = request.kv_transfer_params
     wanted = _wants(params)
     if wanted is None:
@@ -172,7 +172,7 @@ def install() -> None:
 
     @functools.wraps(matched)
     def corun_matched(self: Any, request: Any, num_computed_tokens: int) -> Any:
-        return _matched(matched, vllms, self, request, num_computed_tokens)
+        return _matched(vllms, self, request, num_computed_tokens)
 
     serve = guarded(_COUNTERS, "place", lambda w: None)(_serve_blocks)
 
