@@ -140,3 +140,34 @@ def test_two_decode_instances_in_one_batch_are_placed_each_apart(caplog):
     assert all(transfers(g, d) <= transfers(o, d) for g, o, d in zip(got, own, dst))
     handed = np.concatenate(got)
     assert len(np.unique(handed)) == len(handed) == sum(sizes)
+
+
+def test_placement_that_cannot_act_says_off_and_why(monkeypatch, caplog):
+    s = stack()
+    monkeypatch.setattr(plugin._counters, "_logged", set())
+    # A budget of 0: no time to place in, so place is off (said), never "on".
+    monkeypatch.setenv("CORUN_SGLANG_BUDGET_US", "0")
+    with caplog.at_level("WARNING", logger="corun"):
+        assert "place" not in plugin.enable(features="place")
+    assert "SGLang plugin place: off (CORUN_SGLANG_BUDGET_US=0 gives placement no time)" in caplog.text
+    assert "plugin on" not in caplog.text
+    monkeypatch.delenv("CORUN_SGLANG_BUDGET_US")
+    # An allocator placement does not know (a subclass that hands pages out its own way):
+    # its batches go SGLang's way, each request counted, and the plugin says so once.
+    assert plugin.enable(features="place") == {"place"}
+
+    class Interleaved(type(fragmented(s, False))):
+        pass
+
+    alloc = fragmented(s, False)
+    alloc.__class__ = Interleaved
+    dst = decode_side(np.random.default_rng(2), [6, 5], descending=0)
+    seq = [n * 4 - 1 for n in (6, 5)]
+    before = plugin.counters()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="corun"):
+        for _ in range(2):
+            extend(s, alloc, batch_for(s, dst, seq), seq)
+    after = plugin.counters()
+    assert after["fallback"] - before["fallback"] == 4 and after["placed"] == before["placed"]
+    assert caplog.text.count("SGLang plugin place: off (Interleaved is not PagedTokenToKVPoolAllocator") == 1

@@ -139,6 +139,40 @@ def test_a_local_build_of_the_tested_vllm_is_the_tested_release(monkeypatch, cap
     assert "vLLM 0.34.0+cu128 is not a version the vLLM plugin was tested with (0.33.0)" in caplog.text
 
 
+def test_a_feature_that_cannot_act_says_off_and_why_never_on(monkeypatch, caplog):
+    vllm_plugin.disable()
+    monkeypatch.setattr(vllm_plugin._LIFE, "_version", lambda: "0.33.0")
+    monkeypatch.setattr(vllm_plugin._COUNTERS, "_logged", set())
+    # A budget of 0: placement has no time, so its hooks stay out and it is not "on".
+    monkeypatch.setenv("CORUN_VLLM_BUDGET_US", "0")
+    with caplog.at_level(logging.WARNING, logger="corun"):
+        assert "place" not in vllm_plugin.enable(["place"])
+        assert "place" not in vllm_plugin.enable(["place"])  # said once
+    assert caplog.text.count("vLLM plugin place: off (CORUN_VLLM_BUDGET_US=0 gives placement no time)") == 1
+    assert "plugin on" not in caplog.text and vllm_plugin._LIFE._patches == []
+    assert vllm_plugin._LIFE.off == {"place": "CORUN_VLLM_BUDGET_US=0 gives placement no time"}
+    # A feature whose install fails (a module of vLLM it needs does not import): off, the
+    # reason named; the others asked for are on.
+    monkeypatch.delenv("CORUN_VLLM_BUDGET_US")
+    caplog.clear()
+
+    def absent():
+        raise ModuleNotFoundError("No module named 'vllm.imagined'")
+
+    monkeypatch.setattr(vllm_plugin, "_install_moriio", absent)
+    try:
+        with caplog.at_level(logging.WARNING, logger="corun"):
+            on = vllm_plugin.enable(["moriio", "nixl_order"])
+        assert "moriio" not in on and "moriio" not in vllm_plugin.enabled()
+        assert ("vLLM plugin moriio: off (it could not be installed: ModuleNotFoundError: "
+                "No module named 'vllm.imagined')") in caplog.text
+        if "nixl_order" in on:  # vLLM's NIXL modules import here (torch and all)
+            assert "vLLM plugin on: nixl_order (" in caplog.text
+        assert "Traceback" not in caplog.text  # the reason is the line; the traceback is DEBUG's
+    finally:
+        vllm_plugin.disable()
+
+
 def test_every_documented_counter_is_there_from_the_start():
     keys = {"placed", "partial", "fallback", "errors", "place_errors", "nixl_order_errors", "mooncake_errors",
             "moriio_errors", "nixl_transfers", "nixl_before", "nixl_after", "mooncake_calls",

@@ -12,6 +12,10 @@ a deployment that asked for something else must not run as if it had asked for n
 nor for more than it named. A tested release with a local build suffix (vLLM's
 ``0.33.0+cu128``) is that release.
 
+A feature asked for that cannot act here (a module it needs does not import, a
+budget of 0, an allocator it does not know) is said in a WARNING line of its own,
+``corun: <stack> plugin <feature>: off (<reason>)``, and is never among those on.
+
 The "on" line is a WARNING on the ``corun`` logger: ``vllm serve`` configures only the
 ``vllm`` logger (``vllm/logger.py``), so another logger's records reach Python's
 last-resort handler, which prints WARNING and above and nothing below; SGLang's
@@ -65,6 +69,8 @@ class Lifecycle:
         self.counters = Counters(*names)
         self.lock = threading.RLock()
         self.on: set[str] = set()
+        # Features asked for that cannot act here, and why (:meth:`turned_off`).
+        self.off: Dict[str, str] = {}
         self._patches: List[Tuple[Any, str, Any]] = []
         # Placement's CPU budget per call, set by ``<env>_BUDGET_US`` (``_budget.py``).
         self.budget = Budget(f"{env}_BUDGET_US")
@@ -152,6 +158,8 @@ class Lifecycle:
         """Notes ``features`` as on and says so in one WARNING line (when any is new)."""
         new = set(features) - self.on
         self.on |= new
+        for feature in new:
+            self.off.pop(feature, None)
         if new:
             log.warning(
                 "corun: %s plugin on: %s (%s; counters: corun.%s_plugin.counters())",
@@ -160,6 +168,18 @@ class Lifecycle:
                 self.env,
                 self.stack.lower(),
             )
+
+
+    def turned_off(self, feature: str, reason: str, exc_info: bool = False) -> None:
+        """Notes that ``feature``, asked for, cannot act here and why, and says so in
+        one WARNING line per feature and reason: ``corun: <stack> plugin <feature>: off
+        (<reason>)``; the feature is not among those on. ``exc_info``: the exception
+        being handled goes to the DEBUG log (a reason names it already)."""
+        self.off[feature] = reason
+        if self.counters.first_time(f"off {feature}: {reason}"):
+            log.warning("corun: %s plugin %s: off (%s)", self.stack, feature, reason)
+            if exc_info:
+                log.debug("corun: why %s is off", feature, exc_info=True)
 
 
 def installed_version(dist: str) -> Optional[str]:

@@ -53,10 +53,15 @@ def _placing(cls: Any, slot: str, place_batch: Callable[[Any, Any, Any, Any], No
 
     def place_then_alloc(original: Callable[..., Any], allocator: Any, *args: Any, **kwargs: Any) -> Any:
         batch = getattr(current, slot, None)
-        if batch is None or type(allocator) is not cls:
+        if batch is None:
             return original(allocator, *args, **kwargs)
         if once:
             setattr(current, slot, None)
+        if type(allocator) is not cls:
+            # Not inert in silence: said once per class, each request counted.
+            LIFE.turned_off("place", f"{type(allocator).__name__} is not {cls.__name__}: its batches go SGLang's way")
+            counters.add("fallback", len(getattr(batch, "reqs", ())))
+            return original(allocator, *args, **kwargs)
         place(allocator, batch, args, kwargs)
         # SGLang's own allocation of the batch: what the budget is a share of.
         start, pages = now_ns(), getattr(current, "pages", 0)

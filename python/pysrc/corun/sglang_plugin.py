@@ -136,16 +136,21 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
             return enabled()
         done = []
         for feature in sorted(wanted - _LIFE.on):
+            if feature == "place" and _LIFE.budget.us == 0:
+                # No time to place in: hooks that would only count fallbacks stay out.
+                _LIFE.turned_off(feature, f"{_LIFE.budget.env}=0 gives placement no time")
+                continue
             mark = _LIFE.mark(), len(_registered)
             try:
                 ok = (_register_group if feature == "group" else _register_place)(hooks)
-            except Exception:
-                ok = False
-                log.warning("corun: the %s feature could not be registered; it is off", feature, exc_info=True)
+                why = "a module of SGLang it hooks does not import"
+            except Exception as e:
+                ok, why = False, f"it could not be registered: {type(e).__name__}: {e}"
             if ok:
                 done.append(feature)
             else:
                 _forget(hooks, mark)
+                _LIFE.turned_off(feature, why, exc_info=True)
         if done and hooks._current_plugin_source.get() is None:
             # Not inside load_plugins(), which applies the hooks after its plugins ran.
             hooks.HookRegistry.apply_hooks()

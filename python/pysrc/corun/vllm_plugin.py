@@ -140,14 +140,18 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
         ):
             if feature not in wanted or feature in _LIFE.on:
                 continue
+            if feature == "place" and _LIFE.budget.us == 0:
+                # No time to place in: hooks that would only count fallbacks stay out.
+                _LIFE.turned_off(feature, f"{_LIFE.budget.env}=0 gives placement no time")
+                continue
             mark = _LIFE.mark()
             try:
                 install()
-            except Exception:
+            except Exception as e:
                 # A vLLM module the feature needs did not import (e.g. an optional
                 # dependency): the feature stays off, vLLM unpatched for it.
                 _LIFE.restore(mark)
-                log.warning("corun: the %s feature could not be installed; it is off", feature, exc_info=True)
+                _LIFE.turned_off(feature, f"it could not be installed: {type(e).__name__}: {e}", exc_info=True)
                 continue
             done.add(feature)
         _LIFE.turned_on(done)
