@@ -171,3 +171,116 @@ def test_placement_that_cannot_act_says_off_and_why(monkeypatch, caplog):
     after = plugin.counters()
     assert after["fallback"] - before["fallback"] == 4 and after["placed"] == before["placed"]
     assert caplog.text.count("SGLang plugin place: off (Interleaved is not PagedTokenToKVPoolAllocator") == 1
+
+
+# --- one deployment matrix ----------------------------------------------------------
+#
+# Backend (Mooncake, NIXL: each its own TransferInfo and its module's grouping) x page
+# size (1: TokenToKVPoolAllocator, SGLang's default; 16, 64: paged) x decode instances
+# (1, 2: the second's page ids repeat the first's) x features (each alone, all), through
+# SGLang's own allocators (need_sort, as P/D runs them) and its hook registry. Batches
+# follow one another on one fragmented pool; each request's transfers with the plugin
+# are no more than SGLang alone makes for the pages it would have taken at that moment.
+
+MATRIX = [(b, p, i, f) for b in ("mooncake", "nixl") for p in (1, 16, 64) for i in (1, 2)
+          for f in (("group",), ("place",), ("group", "place"))]
+
+
+def info(s, backend, room, pages):
+    dst = np.asarray(pages, np.int32)
+    if backend == "mooncake":
+        return s.mooncake.TransferInfo(room=room, endpoint="", dst_port=0, mooncake_session_id="sess",
+                                       dst_kv_indices=dst, dst_aux_index=0, dst_state_indices=[],
+                                       required_dst_info_num=1, is_dummy=False)
+    nixl = importlib.import_module("sglang.srt.disaggregation.nixl.conn")
+    return nixl.TransferInfo(room=room, endpoint="", dst_port=0, agent_name="decode", dst_kv_indices=dst,
+                             dst_aux_index=0, required_dst_info_num=1, dst_state_indices=[])
+
+
+def matrix_batch(s, backend, dst, tokens):
+    import torch
+    from types import SimpleNamespace
+
+    reqs = []
+    for i, pages in enumerate(dst):
+        kv_mgr = SimpleNamespace(transfer_infos={i: {"sess": info(s, backend, i, pages)}})
+        reqs.append(SimpleNamespace(bootstrap_room=i, disagg_kv_sender=SimpleNamespace(kv_mgr=kv_mgr),
+                                    disagg_decode_prefix_len=0))
+    return SimpleNamespace(reqs=reqs, prefix_lens=[0] * len(dst),
+                           seq_lens_cpu=torch.tensor(tokens, dtype=torch.int64))
+
+
+def matrix_allocator(s, page, rng):
+    """SGLang's allocator for ``page`` (need_sort, as P/D makes it), fragmented by
+    requests allocated and given back in a random order."""
+    import torch
+
+    if page == 1:
+        token = importlib.import_module("sglang.srt.mem_cache.allocator.token")
+        alloc = token.TokenToKVPoolAllocator(6000, torch.float16, "cpu", kvcache=None, need_sort=True)
+        sizes = lambda: int(rng.integers(1, 60))  # noqa: E731
+    else:
+        alloc = s.paged.PagedTokenToKVPoolAllocator(600 * page, page, torch.float16, "cpu", kvcache=None,
+                                                    need_sort=True)
+        sizes = lambda: int(rng.integers(1, 8)) * page  # noqa: E731
+    held = []
+    while (got := alloc.alloc(sizes())) is not None and len(held) < 400:
+        held.append(got)
+    for k in rng.permutation(len(held))[: len(held) * 3 // 5]:
+        alloc.free(held[k])
+    alloc.merge_and_sort_free()
+    return alloc
+
+
+def matrix_alloc(s, alloc, batch, tokens, noted):
+    """The batch's allocation, each request's new pages: through SGLang's own calls,
+    the batch noted as SGLang's scheduler notes it (``noted``) or not (SGLang alone)."""
+    if alloc.page_size > 1:
+        return extend(s, alloc, batch if noted else None, tokens)
+    _sglang_life.current.tokens = batch if noted else None  # as alloc_for_extend notes it
+    got = alloc.alloc(sum(tokens)).numpy()
+    return np.split(got, np.cumsum(tokens)[:-1])
+
+
+@pytest.mark.parametrize("backend,page,instances,features", MATRIX,
+                         ids=[f"{b}-p{p}-x{i}-{'+'.join(f)}" for b, p, i, f in MATRIX])
+def test_the_plugin_holds_in_the_deployment(backend, page, instances, features, caplog):
+    s = stack()
+    conn = importlib.import_module(f"sglang.srt.disaggregation.{backend}.conn")
+    sglangs = s.utils.group_concurrent_contiguous  # before the plugin: SGLang's own
+    rng = np.random.default_rng(page * 10 + instances)
+    alloc = matrix_allocator(s, page, rng)
+    assert plugin.enable(features=",".join(features)) == set(features)
+    plugin.reset_counters()
+    alone = posted = requests = 0
+    held = []
+    with caplog.at_level("WARNING", logger="corun"):
+        for _ in range(6):
+            sizes = [int(rng.integers(2, 24 if page > 1 else 90)) for _ in range(int(rng.integers(2, 6)))]
+            dst = decode_side(rng, sizes, descending=0)
+            if instances == 2:  # the second instance's pages: ids the first's also uses
+                dst[1::2] = [list(range(10_000 + 7 * k, 10_000 + 7 * k + n)) for k, n in enumerate(sizes[1::2])]
+            tokens = [n * page - (page // 2) for n in sizes] if page > 1 else sizes
+            own_alloc = copy.deepcopy(alloc)
+            own = matrix_alloc(s, own_alloc, None, tokens, noted=False)
+            got = matrix_alloc(s, alloc, matrix_batch(s, backend, dst, tokens), tokens, noted=True)
+            for o, g, d in zip(own, got, dst):
+                a = len(sglangs(np.asarray(o, np.int64), np.asarray(d, np.int64))[0])
+                p = len(conn.group_concurrent_contiguous(np.asarray(g, np.int64), np.asarray(d, np.int64))[0])
+                assert p <= a, (p, a)  # never more transfers than SGLang alone
+                alone, posted, requests = alone + a, posted + p, requests + 1
+            handed = np.concatenate(got)
+            assert len(np.unique(handed)) == len(handed) == sum(sizes)  # no page twice
+            assert alloc.available_size() == own_alloc.available_size()
+            held.append(np.concatenate(got) * page if page > 1 else handed)
+            if len(held) > 2:  # an earlier batch's pages go back
+                alloc.free(__import__("torch").from_numpy(held.pop(int(rng.integers(0, len(held))))))
+    on = plugin.counters()
+    assert on["errors"] == 0 and "Traceback" not in caplog.text
+    if "place" in features:
+        assert on["placed"] + on["partial"] + on["fallback"] == requests, on
+        assert on["placed"] > 0 and posted < alone, (on, posted, alone)
+    else:
+        assert on["placed"] == on["partial"] == on["fallback"] == 0
+    if "group" in features:
+        assert on["group_calls"] == requests

@@ -198,17 +198,24 @@ def test_the_entry_point_is_declared():
 # -- inside vLLM ------------------------------------------------------------------------
 
 
-def vllm_itself():
-    """vLLM's full install (torch and all), or a pytest skip naming what is missing."""
-    # vLLM picks its platform when first imported: CPU here, offline.
+def vllm_environment():
+    """The environment vLLM and Hugging Face's hub read once, when first imported: CPU,
+    offline, the model configs vLLM's test helpers name. Any test module that imports
+    vLLM when collected calls it first (collection imports every module before a test
+    runs)."""
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if "HF_HOME" not in os.environ:  # the model configs vLLM's test helpers name
+    if "HF_HOME" not in os.environ:
         from lab import vllm_suite
 
         home = ROOT / "target" / "vllm-hf"
         vllm_suite.write_hf_cache(home)
         os.environ["HF_HOME"] = str(home)
+
+
+def vllm_itself():
+    """vLLM's full install (torch and all), or a pytest skip naming what is missing."""
+    vllm_environment()
     try:
         import torch  # noqa: F401
         import vllm
@@ -423,6 +430,13 @@ def test_placement_is_judged_by_the_runs_the_connector_posts(monkeypatch):
         monkeypatch.setattr(vllm_plugin._LIFE, "on", set(on))
         vllm_plugin._place(Pool(), [5, 4, 3], 0, 3, True)
         assert seen[-1] == want, on
+    # A MoRIIO engine's (its scheduler side built here): its merge sorts the blocks first,
+    # so runs descending on both sides are one segment there: either direction.
+    monkeypatch.setitem(vllm_plugin._vllm_place.SORTING, "moriio", True)
+    for on in ({"place"}, {"place", "moriio"}):
+        monkeypatch.setattr(vllm_plugin._LIFE, "on", set(on))
+        vllm_plugin._place(Pool(), [5, 4, 3], 0, 3)
+        assert seen[-1] == "either", on
     # And placement itself keeps vLLM's blocks where its choice posts no fewer: a first
     # side that descends, free blocks that descend too, counted ascending.
     first = np.array([9, 8, 7, 6], dtype=np.int64)

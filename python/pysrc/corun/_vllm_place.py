@@ -120,13 +120,40 @@ def _shallow_window(n: int) -> int:
     return 2 * n + 64
 
 
+#: Set when this process builds vLLM's MoRIIO connector (its scheduler side) with
+#: ``place`` on: the engine's one connector then sorts each transfer's blocks before it
+#: merges neighbours (``disable()`` clears it).
+SORTING = {"moriio": False}
+
+
 def _posted_direction(mooncake: bool = False) -> Literal["ascending", "either"]:
     """The runs the connector will post for a placed request, by which placement judges
     it (kept only when it gives fewer than vLLM's own blocks): NIXL merges neighbours
     that ascend on both sides, and only with ``nixl_order`` on are runs that descend on
     both sides listed ascending for it to merge; the Mooncake connector's grouping
-    (vLLM's) ascends too, corun's (``mooncake`` on) takes either direction."""
-    return "either" if ("mooncake" if mooncake else "nixl_order") in _LIFE.on else "ascending"
+    (vLLM's) ascends too, corun's (``mooncake`` on) takes either direction; MoRIIO's
+    merge (vLLM's and corun's alike) sorts the blocks first, so a run descending on both
+    sides is one segment there too: either direction."""
+    if mooncake:
+        return "either" if "mooncake" in _LIFE.on else "ascending"
+    return "either" if SORTING["moriio"] or "nixl_order" in _LIFE.on else "ascending"
+
+
+def _note_moriio() -> None:
+    """Marks MoRIIO's scheduler side being built (:data:`SORTING`), where vLLM's MoRIIO
+    connector imports (its optional packages absent: no MoRIIO engine here)."""
+    try:
+        from vllm.distributed.kv_transfer.kv_connector.v1.moriio import moriio_connector as mo  # type: ignore[import-not-found, unused-ignore]
+    except Exception:
+        return
+    init = mo.MoRIIOConnectorScheduler.__dict__["__init__"]
+
+    @functools.wraps(init)
+    def corun_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        SORTING["moriio"] = True
+
+    _LIFE.patch(mo.MoRIIOConnectorScheduler, "__init__", corun_init)
 
 
 def _is_mooncake(request: Any) -> bool:
@@ -208,6 +235,7 @@ def _install_place() -> None:
     _LIFE.patch(stm.SingleTypeKVCacheManager, "allocate_external_computed_blocks", corun_allocate_external)
     _LIFE.patch(BlockPool, "get_new_blocks", corun_get_new_blocks)
     _LIFE.patch(BlockPool, "__init__", corun_pool_init)
+    _note_moriio()
     try:
         _vllm_mooncake.install()
     except Exception:

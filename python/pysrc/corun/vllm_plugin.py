@@ -167,6 +167,7 @@ def disable() -> None:
         _LIFE.restore()
         _LIFE.on.clear()
         adapters.forget_mirrors()
+        _vllm_place.SORTING["moriio"] = False  # a MoRIIO scheduler made later says so again
 
 
 #: The older names of :func:`enable` and :func:`disable` (vLLM's docs call a general
