@@ -294,3 +294,16 @@ def test_the_plugin_holds_in_the_deployment(conn, block, instances, features):
         assert on["moriio_calls"] == len(counted) and on["moriio_vllm"] == 0
     if "place" in features:
         assert posted < alone, (posted, alone)
+
+
+if __name__ == "__main__":
+    # One line per case: the descriptors vLLM alone would post and those posted, and the
+    # plugin's counters (python tests/test_vllm_deployments.py, from python/).
+    for case in CASES:
+        got = serve(*case)
+        counted = got["counted"]
+        print(f"vllm-deployment connector={case[0]} block_tokens={case[1]} instances={case[2]} "
+              f"features={'+'.join(case[3])} allocations={len(counted)} "
+              f"alone={sum(a for a, *_ in counted)} posted={sum(p for _, p, _ in counted)} "
+              f"worse={sum(p > a for a, p, _ in counted)} placed={got['placed']} partial={got['partial']} "
+              f"fallback={got['fallback']} errors={got['errors']}", flush=True)
