@@ -33,13 +33,15 @@ def free_set(alloc):
     return np.concatenate([alloc.free_pages.numpy(), alloc.release_pages.numpy()])
 
 
-def one_token_batch(s, dst):
+def one_token_batch(s, dst, tokens=None, backend="mooncake"):
+    """:func:`batch_for` with the lengths the 1-token path reads (``tokens``, default
+    one a decode page), no prefix."""
     import torch
 
-    sizes = [len(d) for d in dst]
-    batch = batch_for(s, dst, sizes)
-    batch.prefix_lens = [0] * len(sizes)
-    batch.seq_lens_cpu = torch.tensor(sizes, dtype=torch.int64)
+    tokens = [len(d) for d in dst] if tokens is None else tokens
+    batch = batch_for(s, dst, tokens, backend=backend)
+    batch.prefix_lens = [0] * len(tokens)
+    batch.seq_lens_cpu = torch.tensor(tokens, dtype=torch.int64)
     return batch
 
 
@@ -186,30 +188,6 @@ MATRIX = [(b, p, i, f) for b in ("mooncake", "nixl") for p in (1, 16, 64) for i 
           for f in (("group",), ("place",), ("group", "place"))]
 
 
-def info(s, backend, room, pages):
-    dst = np.asarray(pages, np.int32)
-    if backend == "mooncake":
-        return s.mooncake.TransferInfo(room=room, endpoint="", dst_port=0, mooncake_session_id="sess",
-                                       dst_kv_indices=dst, dst_aux_index=0, dst_state_indices=[],
-                                       required_dst_info_num=1, is_dummy=False)
-    nixl = importlib.import_module("sglang.srt.disaggregation.nixl.conn")
-    return nixl.TransferInfo(room=room, endpoint="", dst_port=0, agent_name="decode", dst_kv_indices=dst,
-                             dst_aux_index=0, required_dst_info_num=1, dst_state_indices=[])
-
-
-def matrix_batch(s, backend, dst, tokens):
-    import torch
-    from types import SimpleNamespace
-
-    reqs = []
-    for i, pages in enumerate(dst):
-        kv_mgr = SimpleNamespace(transfer_infos={i: {"sess": info(s, backend, i, pages)}})
-        reqs.append(SimpleNamespace(bootstrap_room=i, disagg_kv_sender=SimpleNamespace(kv_mgr=kv_mgr),
-                                    disagg_decode_prefix_len=0))
-    return SimpleNamespace(reqs=reqs, prefix_lens=[0] * len(dst),
-                           seq_lens_cpu=torch.tensor(tokens, dtype=torch.int64))
-
-
 def matrix_allocator(s, page, rng):
     """SGLang's allocator for ``page`` (need_sort, as P/D makes it), fragmented by
     requests allocated and given back in a random order."""
@@ -263,7 +241,7 @@ def test_the_plugin_holds_in_the_deployment(backend, page, instances, features, 
             tokens = [n * page - (page // 2) for n in sizes] if page > 1 else sizes
             own_alloc = copy.deepcopy(alloc)
             own = matrix_alloc(s, own_alloc, None, tokens, noted=False)
-            got = matrix_alloc(s, alloc, matrix_batch(s, backend, dst, tokens), tokens, noted=True)
+            got = matrix_alloc(s, alloc, one_token_batch(s, dst, tokens, backend), tokens, noted=True)
             for o, g, d in zip(own, got, dst):
                 a = len(sglangs(np.asarray(o, np.int64), np.asarray(d, np.int64))[0])
                 p = len(conn.group_concurrent_contiguous(np.asarray(g, np.int64), np.asarray(d, np.int64))[0])

@@ -285,18 +285,27 @@ def clone(alloc):
     return copy.deepcopy(alloc)
 
 
-def batch_for(s, decode_pages, seq_tokens, decode_prefix=None):
+def transfer_info(s, backend, room, pages):
+    """The ``backend``'s (``mooncake``, ``nixl``) real ``TransferInfo`` for decode ``pages``."""
+    dst = np.asarray(pages, np.int32)
+    if backend == "mooncake":
+        return s.mooncake.TransferInfo(
+            room=room, endpoint="", dst_port=0, mooncake_session_id="sess", dst_kv_indices=dst,
+            dst_aux_index=0, dst_state_indices=[], required_dst_info_num=1, is_dummy=False)
+    nixl = importlib.import_module("sglang.srt.disaggregation.nixl.conn")
+    return nixl.TransferInfo(room=room, endpoint="", dst_port=0, agent_name="decode", dst_kv_indices=dst,
+                             dst_aux_index=0, required_dst_info_num=1, dst_state_indices=[])
+
+
+def batch_for(s, decode_pages, seq_tokens, decode_prefix=None, backend="mooncake"):
     """A batch of requests whose decode side sent ``decode_pages`` (None: not yet), each
     as SGLang's prefill side holds it: a ``disagg_kv_sender`` whose ``kv_mgr`` has the
-    room's transfer infos (the Mooncake backend's real ``TransferInfo``)."""
+    room's transfer infos (the ``backend``'s real ``TransferInfo``)."""
     reqs = []
     for i, (pages, n) in enumerate(zip(decode_pages, seq_tokens)):
         infos = {}
         if pages is not None:
-            infos["sess"] = s.mooncake.TransferInfo(
-                room=i, endpoint="", dst_port=0, mooncake_session_id="sess",
-                dst_kv_indices=np.asarray(pages, np.int32), dst_aux_index=0,
-                dst_state_indices=[], required_dst_info_num=1, is_dummy=False)
+            infos["sess"] = transfer_info(s, backend, i, pages)
         kv_mgr = SimpleNamespace(transfer_infos={i: infos} if infos else {})
         reqs.append(SimpleNamespace(
             bootstrap_room=i, disagg_kv_sender=SimpleNamespace(kv_mgr=kv_mgr),

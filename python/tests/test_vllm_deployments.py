@@ -30,7 +30,7 @@ import pytest
 
 import corun
 from corun import vllm_plugin
-from test_vllm_plugin import vllm_parts
+from test_vllm_plugin import check_pool, free_ids, vllm_parts
 
 CONNECTORS = {
     "nixl-pull": ("NixlConnector", "nixl_order"),
@@ -46,36 +46,6 @@ CASES = [
     for features in (("place",), (own,), tuple(vllm_plugin.FEATURES))
 ]
 REQUESTS = 24
-
-
-def _free_ids(pool):
-    queue, out = pool.free_block_queue, []
-    b = queue.fake_free_list_head.next_free_block
-    while b is not queue.fake_free_list_tail:
-        out.append(b.block_id)
-        b = b.next_free_block
-    return out
-
-
-def check_pool(sched, kept):
-    """No block lost or handed out twice: the live requests' blocks, the free queue and
-    the blocks ``kept`` out of serving partition the pool (less the null block); a block
-    two requests hold is a prefix share."""
-    pool, manager, held = sched.kv_cache_manager.block_pool, sched.kv_cache_manager, {}
-    for b in kept:
-        held[b] = {"kept"}
-    for rid in sched.requests:
-        for b in manager.get_block_ids(rid)[0]:
-            held.setdefault(b, set()).add(rid)
-    free = _free_ids(pool)
-    assert len(free) == len(set(free)) == pool.free_block_queue.num_free_blocks
-    for bid, owners in held.items():
-        if owners == {"kept"}:
-            continue
-        assert pool.blocks[bid].ref_cnt == len(owners), (bid, owners)
-        assert len(owners) == 1 or pool.blocks[bid].block_hash is not None
-    assert not set(free) & set(held)
-    assert set(free) | set(held) | {pool.null_block.block_id} == set(range(pool.num_gpu_blocks))
 
 
 def fragment(pool, rng, steps=60):
@@ -190,7 +160,7 @@ class Decode:
 
         def watched_get_new_blocks(n):
             rid, self._in = self._in, None  # the first allocation of the request's: its external blocks
-            head = _free_ids(self.pool)[:n] if rid is not None else None
+            head = free_ids(self.pool)[:n] if rid is not None else None
             got = get_new_blocks(n)
             if rid is not None and n:
                 self.allocations.append((rid, head, [b.block_id for b in got]))

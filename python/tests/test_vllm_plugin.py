@@ -288,27 +288,36 @@ class Stack:
         return out
 
     def check_pool(self):
-        """No block lost or handed out twice: the live requests' blocks and the free
-        queue partition the pool (less the null block)."""
-        manager = self.sched.kv_cache_manager
-        held = {}
-        for rid in self.sched.requests:
-            for b in manager.get_block_ids(rid)[0]:
-                held.setdefault(b, set()).add(rid)
-        queue, free, b = self.pool.free_block_queue, [], None
-        b = queue.fake_free_list_head.next_free_block
-        while b is not queue.fake_free_list_tail:
-            free.append(b.block_id)
-            b = b.next_free_block
-        assert len(free) == len(set(free)) == queue.num_free_blocks
-        for bid, owners in held.items():
-            block = self.pool.blocks[bid]
-            # A block two requests hold is a prefix-cache share: counted, hashed.
-            assert block.ref_cnt == len(owners), (bid, owners, block.ref_cnt)
-            assert len(owners) == 1 or block.block_hash is not None
-        assert not set(free) & set(held)
-        null = self.pool.null_block.block_id
-        assert set(free) | set(held) | {null} == set(range(self.pool.num_gpu_blocks))
+        check_pool(self.sched)
+
+
+def free_ids(pool):
+    """The block ids of ``pool``'s free queue, front to back."""
+    queue, out = pool.free_block_queue, []
+    b = queue.fake_free_list_head.next_free_block
+    while b is not queue.fake_free_list_tail:
+        out.append(b.block_id)
+        b = b.next_free_block
+    return out
+
+
+def check_pool(sched, kept=()):
+    """No block lost or handed out twice: the live requests' blocks, the free queue and
+    the blocks ``kept`` out of serving partition the pool (less the null block)."""
+    pool, manager, held = sched.kv_cache_manager.block_pool, sched.kv_cache_manager, {}
+    for rid in sched.requests:
+        for b in manager.get_block_ids(rid)[0]:
+            held.setdefault(b, set()).add(rid)
+    free = free_ids(pool)
+    assert len(free) == len(set(free)) == pool.free_block_queue.num_free_blocks
+    for bid, owners in held.items():
+        block = pool.blocks[bid]
+        # A block two requests hold is a prefix-cache share: counted, hashed.
+        assert block.ref_cnt == len(owners), (bid, owners, block.ref_cnt)
+        assert len(owners) == 1 or block.block_hash is not None
+    assert not set(free) & set(held) and not set(kept) & (set(free) | set(held))
+    null = pool.null_block.block_id
+    assert set(free) | set(held) | set(kept) | {null} == set(range(pool.num_gpu_blocks))
 
 
 def run_stack(plugin, requests=240, seed=0, decode_blocks=1200, prefill_blocks=2400, hooks=None):

@@ -168,8 +168,6 @@ class Lifecycle:
                 self.env,
                 self.stack.lower(),
             )
-
-
     def turned_off(self, feature: str, reason: str, exc_info: bool = False) -> None:
         """Notes that ``feature``, asked for, cannot act here and why, and says so in
         one WARNING line per feature and reason: ``corun: <stack> plugin <feature>: off
@@ -180,6 +178,16 @@ class Lifecycle:
             log.warning("corun: %s plugin %s: off (%s)", self.stack, feature, reason)
             if exc_info:
                 log.debug("corun: why %s is off", feature, exc_info=True)
+
+
+    def without_time(self, feature: str) -> bool:
+        """Whether ``feature`` is placement under a budget of 0, which gives it no time:
+        then said off (:meth:`turned_off`), and its hooks, which would only count
+        fallbacks, stay out."""
+        if feature != "place" or self.budget.us != 0:
+            return False
+        self.turned_off(feature, f"{self.budget.env}=0 gives placement no time")
+        return True
 
 
 def installed_version(dist: str) -> Optional[str]:

@@ -140,9 +140,7 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
         ):
             if feature not in wanted or feature in _LIFE.on:
                 continue
-            if feature == "place" and _LIFE.budget.us == 0:
-                # No time to place in: hooks that would only count fallbacks stay out.
-                _LIFE.turned_off(feature, f"{_LIFE.budget.env}=0 gives placement no time")
+            if _LIFE.without_time(feature):
                 continue
             mark = _LIFE.mark()
             try:
