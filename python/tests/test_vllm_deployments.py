@@ -268,7 +268,7 @@ def test_the_plugin_holds_in_the_deployment(conn, block, instances, features):
 
 if __name__ == "__main__":
     # One line per case: the descriptors vLLM alone would post and those posted, and the
-    # plugin's counters (python tests/test_vllm_deployments.py, from python/).
+    # plugin's counters (PYTHONPATH=. python tests/test_vllm_deployments.py, from python/).
     for case in CASES:
         got = serve(*case)
         counted = got["counted"]
