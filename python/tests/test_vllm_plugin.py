@@ -595,6 +595,11 @@ def test_vllms_own_exceptions_pass_through_the_hooks_once(monkeypatch):
         calls.append("merge")
         raise raised
 
+    # Stand-ins for vLLM's own functions, named as vLLM names them (over anything else,
+    # another plugin's hook, corun's grouping and merge stay off).
+    vllms_group.__module__, vllms_group.__qualname__ = mc.__name__, "group_concurrent_contiguous"
+    vllms_merge.__module__ = mo.__name__
+    vllms_merge.__qualname__ = "MoRIIOConnectorWorker.merge_contiguous_blocks"
     monkeypatch.setattr(mc, "group_concurrent_contiguous", vllms_group)
     monkeypatch.setattr(mo.MoRIIOConnectorWorker, "merge_contiguous_blocks", vllms_merge)
     try:
@@ -613,6 +618,115 @@ def test_vllms_own_exceptions_pass_through_the_hooks_once(monkeypatch):
     finally:
         vllm_plugin.disable()
 
+
+
+def counting_hook(monkeypatch, owner, name, calls):
+    """Another plugin's hook on ``owner.name``: notes each call, then calls what was there."""
+    below = vars(owner)[name]
+
+    def other_hook(*args, **kwargs):
+        calls.append(name)
+        return below(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, other_hook)
+    return other_hook
+
+
+@pytest.mark.parametrize("corun_first", [False, True], ids=["other-first", "corun-first"])
+def test_another_plugins_hook_on_the_same_function_runs_beside_coruns(monkeypatch, caplog, corun_first):
+    """Another plugin hooks a function corun's ``place`` wraps (``BlockPool.__init__``,
+    where corun mirrors the pool's free queue) before corun or after it: while both are
+    on both run, once a pool, corun's effect there; ``disable()`` takes out corun's and
+    leaves the other's (hooked after corun: a WARNING names the function and the hook
+    there, corun's beneath it passes every call through); ``enable()`` again acts as the
+    first time."""
+    vllm_itself()
+    from vllm.v1.core.block_pool import BlockPool
+
+    vllm_plugin.disable()
+    vllms = vars(BlockPool)["__init__"]
+    theirs = []
+
+    def new_pool(mirrored):
+        del theirs[:]
+        pool = BlockPool(64, enable_caching=True, hash_block_size=BLOCK)
+        assert theirs == ["__init__"]  # the other plugin's hook ran, once
+        assert ("_corun_mirror" in vars(pool.free_block_queue)) == mirrored
+        assert [b.block_id for b in pool.get_new_blocks(3)] == [1, 2, 3]
+        assert vllm_plugin.counters()["errors"] == 0
+
+    try:
+        if corun_first:
+            assert "place" in vllm_plugin.enable(["place"])
+            other = counting_hook(monkeypatch, BlockPool, "__init__", theirs)
+        else:
+            other = counting_hook(monkeypatch, BlockPool, "__init__", theirs)
+            assert "place" in vllm_plugin.enable(["place"])
+        new_pool(mirrored=True)
+        with caplog.at_level(logging.WARNING, logger="corun"):
+            vllm_plugin.disable()
+        assert vars(BlockPool)["__init__"] is other  # theirs stays, in either order
+        assert ("BlockPool.__init__ was hooked after corun" in caplog.text) == corun_first
+        new_pool(mirrored=False)  # corun's gone: theirs over vLLM's own, once
+        assert "place" in vllm_plugin.enable(["place"])
+        new_pool(mirrored=True)  # on again: both
+        vllm_plugin.disable()
+        new_pool(mirrored=False)
+        assert vars(BlockPool)["__init__"] is other
+    finally:
+        vllm_plugin.disable()
+        monkeypatch.undo()  # the other plugin unhooks: what it found comes back
+    # (corun-first: corun's switch, off; its next call puts vLLM's own back)
+    vllm_plugin.disable()
+    assert vars(BlockPool)["__init__"] is vllms
+
+
+def test_a_function_corun_stands_in_for_is_never_taken_from_another_plugin(monkeypatch, caplog):
+    """corun's Mooncake grouping replaces vLLM's function (it never calls what was
+    there): over another plugin's hook it stays off and says so, naming the function and
+    the hook, and that hook goes on running; hooked over corun's, both run."""
+    vllm_parts()
+    from vllm.distributed.kv_transfer.kv_connector.v1.mooncake import mooncake_connector as mc
+
+    vllm_plugin.disable()
+    vllms = mc.group_concurrent_contiguous
+    theirs = []
+    # A run descending on both sides, then one pair: vLLM groups ascending runs only
+    # (4 groups), corun's either way (2).
+    src, dst = [5, 4, 3, 9], [15, 14, 13, 19]
+
+    def group(expect_corun):
+        vllm_plugin.reset_counters()
+        del theirs[:]
+        got = mc.group_concurrent_contiguous(src, dst)
+        assert theirs == ["group_concurrent_contiguous"]
+        _check_groups(got, src, dst, 2 if expect_corun else 4)
+        c = vllm_plugin.counters()
+        assert (c["mooncake_calls"], c["errors"]) == (1 if expect_corun else 0, 0)
+
+    try:
+        other = counting_hook(monkeypatch, mc, "group_concurrent_contiguous", theirs)
+        with caplog.at_level(logging.WARNING, logger="corun"):
+            assert vllm_plugin.enable(["mooncake"]) == frozenset()
+        assert "mooncake" not in vllm_plugin.enabled()
+        said = [r.getMessage() for r in caplog.records if "plugin mooncake: off" in r.getMessage()]
+        assert len(said) == 1 and "group_concurrent_contiguous is another plugin's hook already" in said[0]
+        assert "other_hook" in said[0], said
+        assert mc.group_concurrent_contiguous is other
+        group(expect_corun=False)
+        monkeypatch.undo()
+        # corun first, the other plugin after: its hook calls corun's; both run.
+        assert vllm_plugin.enable(["mooncake"]) == {"mooncake"}
+        other = counting_hook(monkeypatch, mc, "group_concurrent_contiguous", theirs)
+        group(expect_corun=True)
+        vllm_plugin.disable()
+        assert mc.group_concurrent_contiguous is other
+        group(expect_corun=False)
+    finally:
+        vllm_plugin.disable()
+        monkeypatch.undo()
+    vllm_plugin.disable()  # corun's switch off beneath the hook undone: vLLM's own back
+    assert mc.group_concurrent_contiguous is vllms
 
 
 def test_duplicate_remote_ids_are_a_plain_fallback(caplog):

@@ -26,21 +26,28 @@ it starts).
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import threading
+import types
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 from ._budget import Budget
 from ._guard import Counters
 
-__all__ = ["Lifecycle"]
+__all__ = ["Hooked", "Lifecycle"]
 
 log = logging.getLogger("corun")
 
 # Words that turn every feature on, or none.
 _ALL = frozenset({"all", "1", "on"})
 _NONE = frozenset({"0", "off", "none"})
+
+
+class Hooked(Exception):
+    """A function corun's feature would stand in for is another plugin's hook already
+    (:meth:`Lifecycle.replace`): the feature stays off, and the message says why."""
 
 
 class Lifecycle:
@@ -71,7 +78,11 @@ class Lifecycle:
         self.on: set[str] = set()
         # Features asked for that cannot act here, and why (:meth:`turned_off`).
         self.off: Dict[str, str] = {}
-        self._patches: List[Tuple[Any, str, Any]] = []
+        # (owner, name, original, what corun set or None, its switch or None): see patch.
+        self._patches: List[Tuple[Any, str, Any, Any, Optional[List[bool]]]] = []
+        # Switches turned off beneath another plugin's hook: (owner, name, the switch,
+        # what it wrapped), put back out once that plugin unhooks (:meth:`_sweep`).
+        self._dead: List[Tuple[Any, str, Any, Any]] = []
         # Placement's CPU budget per call, set by ``<env>_BUDGET_US`` (``_budget.py``).
         self.budget = Budget(f"{env}_BUDGET_US")
 
@@ -129,14 +140,54 @@ class Lifecycle:
 
     def patch(self, owner: Any, name: str, new: Any) -> None:
         """Sets ``owner.name`` to ``new``, recording the attribute as stored (a class's
-        plain function, a module's global) for :meth:`restore`."""
-        self._patches.append((owner, name, vars(owner)[name]))
-        setattr(owner, name, new)
+        plain function, a module's global) for :meth:`restore`.
+
+        What is set is ``new`` behind a switch: while corun is on it calls ``new``; once
+        :meth:`restore` has found another plugin's hook over it (that plugin hooked the
+        same function after corun, so its hook calls corun's), the switch passes every
+        call to what corun wrapped. That hook then stays, and runs once per call over
+        the stack's own function, with nothing of corun between."""
+        self._sweep()
+        original = vars(owner)[name]
+        if not isinstance(original, types.FunctionType):
+            # A descriptor of another kind (a staticmethod, say) is not called as
+            # stored: ``new`` goes in as it is, and restore puts the original back.
+            self._patches.append((owner, name, original, new, None))
+            setattr(owner, name, new)
+            return
+        live = [True]
+
+        @functools.wraps(new)
+        def switched(*args: Any, **kwargs: Any) -> Any:
+            return (new if live[0] else original)(*args, **kwargs)
+
+        self._patches.append((owner, name, original, switched, live))
+        setattr(owner, name, switched)
+
+    def replace(self, owner: Any, name: str, new: Any) -> None:
+        """:meth:`patch` for a function corun stands in for (it never calls what was
+        there): only over the stack's own function (its module and name are the owner's,
+        and it wraps nothing). Over another plugin's hook it raises :class:`Hooked`
+        naming the function and the hook found there: corun's would be on while that
+        hook never ran again, or the other way round."""
+        self._sweep()
+        found = vars(owner)[name]
+        if isinstance(owner, types.ModuleType):
+            where, qualname = owner.__name__, name
+        else:
+            where, qualname = owner.__module__, f"{owner.__qualname__}.{name}"
+        own = (getattr(found, "__module__", None), getattr(found, "__qualname__", None)) == (where, qualname)
+        if not own or hasattr(found, "__wrapped__"):
+            raise Hooked(
+                f"{where}.{qualname} is another plugin's hook already ({found!r} found there): "
+                f"corun's stands in for {self.stack}'s own function and would never run that hook"
+            )
+        self.patch(owner, name, new)
 
     def record(self, owner: Any, name: str, original: Any) -> None:
         """Records a patch made by someone else on corun's behalf (SGLang's
         ``HookRegistry``), so that :meth:`restore` puts ``original`` back."""
-        self._patches.append((owner, name, original))
+        self._patches.append((owner, name, original, None, None))
 
     def mark(self) -> int:
         """A point :meth:`restore` can go back to (a feature half installed)."""
@@ -144,13 +195,41 @@ class Lifecycle:
 
     def restore(self, mark: int = 0) -> List[Tuple[Any, str, Any, Any]]:
         """Puts back every patch made since ``mark``, newest first; returns them as
-        ``(owner, name, original, the value it replaced)``."""
+        ``(owner, name, original, the value it replaced)``.
+
+        A function hooked again after corun (another plugin's hook is there, not
+        corun's) is left as it is, corun's switch beneath it off (:meth:`patch`),
+        and a WARNING names the function and the hook found there: putting the
+        original back would take the other plugin's hook out with corun's."""
         undone = []
+        self._sweep()
         while len(self._patches) > mark:
-            owner, name, original = self._patches.pop()
-            undone.append((owner, name, original, vars(owner).get(name)))
+            owner, name, original, applied, live = self._patches.pop()
+            found = vars(owner).get(name)
+            if live is not None and found is not applied:
+                live[0] = False
+                self._dead.append((owner, name, applied, original))
+                log.warning(
+                    "corun: %s.%s was hooked after corun (%r found there): that hook stays, "
+                    "and corun's beneath it now passes every call to the %s function it wrapped",
+                    getattr(owner, "__name__", owner), name, found, self.stack,
+                )
+                continue
+            undone.append((owner, name, original, found))
             setattr(owner, name, original)
         return undone
+
+    def _sweep(self) -> None:
+        """Puts the stack's function back where a switch turned off by :meth:`restore`
+        is the attribute again (the plugin that had hooked over it unhooked, restoring
+        what it found: corun's switch): nothing of corun is left there."""
+        keep = []
+        for owner, name, switch, original in self._dead:
+            if vars(owner).get(name) is switch:
+                setattr(owner, name, original)
+            else:  # still beneath the other plugin's hook
+                keep.append((owner, name, switch, original))
+        self._dead = keep
 
     # -- what is on -------------------------------------------------------------------
 

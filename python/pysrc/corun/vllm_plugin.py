@@ -36,6 +36,14 @@ vLLM's own way. :func:`counters` reads what the plugin did. The lifecycle (featu
 version gate, patch record, counters, the WARNING line saying which features are on) is
 ``corun._plugin``'s, shared with the SGLang plugin; ``register`` / ``unregister`` are
 the older names of :func:`enable` / :func:`disable`.
+
+Beside other plugins: the hooks that wrap vLLM's functions (``place``'s, ``nixl_order``'s)
+wrap whatever is there, another plugin's hook included, so both run; ``mooncake`` and
+``moriio`` stand in for vLLM's function, so over another plugin's hook they stay off and
+say so (``corun: vLLM plugin mooncake: off (... is another plugin's hook already ...)``).
+A plugin that hooks after corun wraps corun's: :func:`disable` then leaves its hook in
+place, turns corun's beneath it into a pass-through and says so in a WARNING, and puts
+vLLM's own function back once that plugin unhooks.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ import numpy as np
 
 from . import _corun, adapters
 from ._guard import guarded, stack_way
+from ._plugin import Hooked
 from ._vllm_life import ENV, FEATURES, LIFE as _LIFE, TESTED
 from . import _vllm_place
 from ._vllm_place import _install_place, _place, _place_safely, _posted_direction  # noqa: F401
@@ -145,6 +154,10 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
             mark = _LIFE.mark()
             try:
                 install()
+            except Hooked as e:  # corun would stand in for another plugin's hook
+                _LIFE.restore(mark)
+                _LIFE.turned_off(feature, str(e))
+                continue
             except Exception as e:
                 # A vLLM module the feature needs did not import (e.g. an optional
                 # dependency): the feature stays off, vLLM unpatched for it.
@@ -288,7 +301,7 @@ def _install_mooncake() -> None:
         _COUNTERS.add("mooncake_after", len(groups[0]))
         return groups
 
-    _LIFE.patch(mc, "group_concurrent_contiguous", guarded(_COUNTERS, "mooncake", own)(corun_group))
+    _LIFE.replace(mc, "group_concurrent_contiguous", guarded(_COUNTERS, "mooncake", own)(corun_group))
 
 
 def mooncake_groups(src: Any, dst: Any) -> Tuple[List[List[int]], List[List[int]]]:
@@ -387,4 +400,4 @@ def _install_moriio() -> None:
     def corun_merge(self: Any, offsets_local: Any, offsets_remote: Any, sizes: Any, assume_sorted: Any = False) -> Any:
         return _moriio_merge(vllms, self, offsets_local, offsets_remote, sizes, assume_sorted)
 
-    _LIFE.patch(cls, "merge_contiguous_blocks", guarded(_COUNTERS, "moriio", own)(corun_merge))
+    _LIFE.replace(cls, "merge_contiguous_blocks", guarded(_COUNTERS, "moriio", own)(corun_merge))
