@@ -196,6 +196,10 @@ def _nixl_figures(r: sc.WayResult, t) -> None:
     r.descriptors = t["handed"]
     r.xfer_ms, r.post_ms, r.engine_ms = t["xfer_ms"], t["post_ms"], t["engine_ms"]
     r.posted = t["nixl_posted"]
+    # Per request, NIXL's own figures (for lab.cost_model's fit), where its telemetry
+    # gave every request's.
+    if all(t["per_posted"]) and len(t["per_posted"]) == len(r.xfer_ms):
+        r.per_posted, r.per_bytes = t["per_posted"], t["per_bytes"]
     r.extra.update(
         nixl_posted=t["nixl_posted"],
         nixl_post_share=(t["nixl_post_s"] / t["nixl_xfer_s"]) if t["nixl_xfer_s"] else float("nan"))

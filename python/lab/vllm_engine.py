@@ -322,6 +322,11 @@ class Timing:
         self.post: Dict[str, float] = {}
         self.done: Dict[str, float] = {}
         self.handles: Dict[Any, str] = {}
+        # A DONE handle's request until vLLM reads its telemetry; per request, NIXL's
+        # descriptors posted and bytes moved (its telemetry's descCount, totalBytes).
+        self.finished: Dict[Any, str] = {}
+        self.desc_count: Dict[str, int] = {}
+        self.total_bytes: Dict[str, int] = {}
         self.handed = 0
         self.stats: Dict[str, List[float]] = {}
         # The request whose transfer the calling thread is posting: push posts from the
@@ -333,6 +338,7 @@ class Timing:
         nixl = worker.nixl_wrapper
         make = nixl.make_prepped_xfer  # the plugin's ordering wrapper, when it is on
         check = nixl.check_xfer_state
+        telemetry = nixl.get_xfer_telemetry
 
         def timed_post(*args, **kwargs):
             # Both take (req_id, meta); push calls them by keyword.
@@ -363,12 +369,25 @@ class Timing:
             if state == "DONE":
                 with self.lock:
                     if handle in self.handles:
-                        self.done[self.handles.pop(handle)] = time.perf_counter()
+                        rid = self.finished[handle] = self.handles.pop(handle)
+                        self.done[rid] = time.perf_counter()
             return state
+
+        def counted_telemetry(handle):
+            # vLLM reads a handle's telemetry right after its DONE (base_worker.py, about
+            # line 3423): the request's share of NIXL's descCount and totalBytes.
+            res = telemetry(handle)
+            with self.lock:
+                rid = self.finished.pop(handle, None)
+                if res is not None and rid is not None:
+                    self.desc_count[rid] = self.desc_count.get(rid, 0) + int(res.descCount)
+                    self.total_bytes[rid] = self.total_bytes.get(rid, 0) + int(res.totalBytes)
+            return res
 
         setattr(worker, name, timed_post)
         nixl.make_prepped_xfer = counted_make
         nixl.check_xfer_state = timed_check
+        nixl.get_xfer_telemetry = counted_telemetry
 
     def pending(self) -> int:
         """Handles posted and not yet seen DONE."""
@@ -386,6 +405,8 @@ class Timing:
         s = self.stats
         # engine_ms: from the posting call's return to NIXL's DONE for the last handle.
         return dict(xfer_ms=xfer, handed=self.handed, post_ms=post,
+                    per_posted=[self.desc_count.get(r, 0) for r in rids],
+                    per_bytes=[self.total_bytes.get(r, 0) for r in rids],
                     engine_ms=[x - p for x, p in zip(xfer, post)],
                     nixl_posted=int(sum(s.get("num_descriptors", []))),
                     nixl_post_s=float(sum(s.get("post_duration", []))),
