@@ -229,7 +229,7 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
         # The adapter's mirror is told of the changes vLLM's own queue calls make but
         # pops: that upkeep (the wrapper, the catch-up with the pops, the update; per
         # told call) is the adapter's cost too.
-        mirror = dec.free_block_queue.__dict__.get("_corun_mirror")
+        mirror = adapters._mirror_of(dec.free_block_queue)
         out.adapter_s += mirror.told * upkeep_s(classes) if mirror is not None else 0.0
         out.hit_rate = {name: pool.hits / max(pool.lookups, 1) for name, pool in (("prefill", pre), ("decode", dec))}
         out.hits = {"prefill": pre.hits, "decode": dec.hits}

@@ -233,7 +233,7 @@ def test_vllm_adapter_keeps_the_real_queue_whole_on_every_path(data):
 
 def check_mirror(pool, ids):
     """The adapter's mirror (once placement has run) holds the real queue's order."""
-    mirror = pool.free_block_queue.__dict__.get("_corun_mirror")
+    mirror = adapters._mirror_of(pool.free_block_queue)
     if mirror is not None:
         # Pops since the last told change are caught up with at the check, as the
         # adapter reads the mirror.
@@ -256,7 +256,7 @@ def test_vllm_mirror_follows_each_queue_method_and_rebuilds_when_out_of_step():
     q.append_n([one, got[0]])
     q.prepend_n([got[2], got[1]])
     check_mirror(pool, queue_ids(pool))
-    mirror = q.__dict__["_corun_mirror"]
+    mirror = adapters._mirror_of(q)
     mirror.moved_front([9])  # the queue did not move: out of step, and seen
     assert not mirror.in_step(q) or mirror.front(1).tolist() != queue_ids(pool)[:1]
     mirror.removed(pool.blocks[9])
@@ -264,7 +264,7 @@ def test_vllm_mirror_follows_each_queue_method_and_rebuilds_when_out_of_step():
     assert mirror.broken and not mirror.in_step(q)
     before = queue_ids(pool)
     stats = adapters.vllm_place_front(pool, [40, 41, 42, 43])
-    assert q.__dict__["_corun_mirror"] is mirror and not mirror.broken  # read again
+    assert adapters._mirror_of(q) is mirror and not mirror.broken  # read again
     after = queue_ids(pool)
     check_mirror(pool, after)
     assert stats == reference_place([40, 41, 42, 43], before[:adapters.default_window(4)], "either")[2]
@@ -379,4 +379,4 @@ def test_vllm_mirror_tells_a_nested_change_once():
     for _ in range(4):
         q.popleft()
         check_mirror(pool, queue_ids(pool))
-    assert q.__dict__["_corun_mirror"].told == 4
+    assert adapters._mirror_of(q).told == 4

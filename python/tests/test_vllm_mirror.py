@@ -115,7 +115,7 @@ def consistent(p):
 
 def mirror_of(p):
     q = p.free_block_queue
-    m = q.__dict__["_corun_mirror"]
+    m = adapters._mirror_of(q)
     m.catch_up(q)
     return m
 
@@ -217,7 +217,7 @@ def test_count_first_and_last_unchanged_the_mirror_still_checks_every_block():
     splice_held(p, 5, 10)
     splice_held(p, 7, 13)
     assert (q.num_free_blocks, order(p)[0], order(p)[-1]) == cheap and consistent(p)
-    assert q.__dict__["_corun_mirror"].in_step(q)  # the cheap checks see nothing
+    assert adapters._mirror_of(q).in_step(q)  # the cheap checks see nothing
     stats, got = request(p, REMOTE)
     assert stats is None and got == FRONT[:4] and consistent(p)
     assert p.blocks[5].ref_cnt == p.blocks[7].ref_cnt == 1

@@ -651,7 +651,7 @@ def test_another_plugins_hook_on_the_same_function_runs_beside_coruns(monkeypatc
         del theirs[:]
         pool = BlockPool(64, enable_caching=True, hash_block_size=BLOCK)
         assert theirs == ["__init__"]  # the other plugin's hook ran, once
-        assert ("_corun_mirror" in vars(pool.free_block_queue)) == mirrored
+        assert (adapters._mirror_of(pool.free_block_queue) is not None) == mirrored
         assert [b.block_id for b in pool.get_new_blocks(3)] == [1, 2, 3]
         assert vllm_plugin.counters()["errors"] == 0
 
@@ -727,6 +727,46 @@ def test_a_function_corun_stands_in_for_is_never_taken_from_another_plugin(monke
         monkeypatch.undo()
     vllm_plugin.disable()  # corun's switch off beneath the hook undone: vLLM's own back
     assert mc.group_concurrent_contiguous is vllms
+
+
+def test_vllms_pools_pickle_and_deep_copy_with_the_plugin_on_and_after():
+    """vLLM's real ``BlockPool``, mirrored and placed in: it pickles and deep-copies as
+    vLLM's own does, while the plugin is on (the copy is vLLM's pool: nothing of corun's
+    on it) and after ``disable()`` (nothing of corun's left on the pool either)."""
+    import copy
+    import pickle
+
+    vllm_itself()
+    from vllm.v1.core.block_pool import BlockPool
+
+    def corun_things(pool):
+        q = pool.free_block_queue
+        return ([k for k in (*vars(pool), *vars(q)) if "corun" in k]
+                + [k for k, v in vars(q).items() if type(v).__module__.startswith("corun")])
+
+    def copies(pool):
+        for made in (pickle.loads(pickle.dumps(pool)), copy.deepcopy(pool)):
+            assert corun_things(made) == []
+            assert [b.block_id for b in made.get_new_blocks(4)] == [b.block_id for b in
+                                                                   copy.deepcopy(pool).get_new_blocks(4)]
+            made.free_blocks(made.get_new_blocks(2))  # vLLM's own methods on the copy
+
+    vllm_plugin.disable()
+    copies(BlockPool(64, enable_caching=True, hash_block_size=BLOCK))  # vLLM alone: they do
+    try:
+        assert "place" in vllm_plugin.enable(["place"])
+        pool = BlockPool(64, enable_caching=True, hash_block_size=BLOCK)
+        adapters.vllm_place_front(pool, [9, 10, 11, 3])
+        assert corun_things(pool)  # told wrappers on the queue while on
+        placed = [b.block_id for b in copy.deepcopy(pool).get_new_blocks(4)]
+        copies(pool)
+        assert [b.block_id for b in pool.get_new_blocks(4)] == placed  # the copy kept the order
+        pool.free_blocks(pool.get_new_blocks(3))  # the original's mirror still told
+        assert adapters._mirror_of(pool.free_block_queue).in_step(pool.free_block_queue)
+    finally:
+        vllm_plugin.disable()
+    assert corun_things(pool) == []
+    copies(pool)
 
 
 def test_duplicate_remote_ids_are_a_plain_fallback(caplog):

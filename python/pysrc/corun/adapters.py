@@ -186,21 +186,24 @@ def _unplaced(
 
 # The methods of vLLM 0.33's ``FreeKVCacheBlockQueue`` that change it other than by
 # popping its front (``popleft``, ``popleft_n``: the mirror catches up with those, see
-# ``VllmQueueMirror.catch_up``); the queue's ``__dict__`` key that holds its mirror.
+# ``VllmQueueMirror.catch_up``).
 _CHANGES = ("remove", "append", "append_n", "prepend_n")
+# Each queue's mirror, held here, not in the queue's ``__dict__``, so that a pool pickles
+# and deep-copies while placement is on (the copy is vLLM's own: the queue's
+# ``VllmQueueTold`` wrappers reduce to the methods they wrap); weakly keyed, so that a
+# pool vLLM drops is not kept alive by corun. A queue that takes no weak reference (a
+# port with ``__slots__``) keeps its mirror under ``_MIRROR`` in its ``__dict__``.
+_MIRRORS: "weakref.WeakKeyDictionary[Any, VllmQueueMirror]" = weakref.WeakKeyDictionary()
 _MIRROR = "_corun_mirror"
-# Every queue given a mirror, so that `forget_mirrors` can take corun off it again
-# (weakly held: a pool vLLM drops is not kept alive by corun).
-_MIRRORED: "weakref.WeakSet[Any]" = weakref.WeakSet()
-_UNTRACKED: List[Any] = []  # queues that take no weak reference (a port with __slots__)
+_UNTRACKED: List[Any] = []
 
 
 def forget_mirrors() -> None:
     """Takes corun's mirror and its ``VllmQueueTold`` wrappers off every queue
     :func:`vllm_place_front` gave them to, so that no attribute of corun's stays on a
-    pool (it pickles and deep-copies as vLLM's own). A later placement mirrors afresh."""
-    queues = [*_MIRRORED, *_UNTRACKED]
-    _MIRRORED.clear()
+    pool. A later placement mirrors afresh."""
+    queues = [*_MIRRORS, *_UNTRACKED]
+    _MIRRORS.clear()
     _UNTRACKED.clear()
     for queue in queues:
         attrs = queue.__dict__
@@ -208,6 +211,15 @@ def forget_mirrors() -> None:
         for name in _CHANGES:
             if isinstance(attrs.get(name), VllmQueueTold):
                 del attrs[name]
+
+
+def _mirror_of(queue: Any) -> Optional[VllmQueueMirror]:
+    """The mirror :func:`vllm_place_front` keeps of vLLM free queue ``queue``, or
+    ``None`` (none made yet, or taken off by :func:`forget_mirrors`)."""
+    try:
+        return _MIRRORS.get(queue)
+    except TypeError:  # takes no weak reference
+        return queue.__dict__.get(_MIRROR)
 
 
 def _mirror(block_pool: Any) -> VllmQueueMirror:
@@ -222,16 +234,17 @@ def _mirror(block_pool: Any) -> VllmQueueMirror:
     mirror against the queue where that is cheap (count, first and last block) and reads
     the queue again on any difference, as after a failed relink."""
     queue = block_pool.free_block_queue
-    mirror = queue.__dict__.get(_MIRROR)
+    mirror = _mirror_of(queue)
     if mirror is None:
-        mirror = queue.__dict__[_MIRROR] = VllmQueueMirror(queue, len(block_pool.blocks))
+        mirror = VllmQueueMirror(queue, len(block_pool.blocks))
+        try:
+            _MIRRORS[queue] = mirror
+        except TypeError:
+            queue.__dict__[_MIRROR] = mirror
+            _UNTRACKED.append(queue)
         for name in _CHANGES:
             if hasattr(queue, name):  # a port of the queue may lack some
                 queue.__dict__[name] = VllmQueueTold(mirror, name, getattr(queue, name))
-        try:
-            _MIRRORED.add(queue)
-        except TypeError:
-            _UNTRACKED.append(queue)
     elif not mirror.in_step(queue):
         mirror.reread(queue)
     return mirror

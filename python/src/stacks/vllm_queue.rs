@@ -463,6 +463,14 @@ impl Told {
         Ok(Told { mirror: mirror.unbind(), missed, depth, method, change })
     }
 
+    /// A copy of the queue (``pickle``, ``copy.deepcopy``) is vLLM's own: this wrapper
+    /// reduces to the method it wraps (a bound method reduces to ``getattr(queue,
+    /// name)``), so that the copy calls vLLM's method and holds nothing of corun's (its
+    /// mirror is not in the queue's ``__dict__``: ``corun.adapters`` keeps it).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.method.bind(py).call_method0(intern!(py, "__reduce__"))
+    }
+
     #[pyo3(signature = (*args))]
     fn __call__<'py>(
         &self,
