@@ -475,6 +475,27 @@ def test_a_failing_nixl_order_posts_vllms_order(monkeypatch):
     assert on["descriptors"] == off["descriptors"] and on["blocks"] == off["blocks"]
 
 
+def test_disable_takes_the_ordering_off_nixl_agents_made_while_on():
+    """A NIXL worker made with ``nixl_order`` on posts through corun's ordering; after
+    ``disable()`` its agent has its own ``make_prepped_xfer`` again (nothing of corun's on
+    it), and ``enable()`` again orders the next worker's as the first time."""
+    vllm_plugin.disable()
+    try:
+        assert vllm_plugin.enable(["nixl_order"]) == {"nixl_order"}
+        agent = Stack(64, 64).worker.nixl_wrapper
+        assert getattr(agent.make_prepped_xfer, "corun_ordered", False)
+        vllm_plugin.disable()
+        assert "make_prepped_xfer" not in vars(agent)
+        assert not getattr(agent.make_prepped_xfer, "corun_ordered", False)
+        assert not [k for k, v in vars(agent).items()
+                    if "corun" in k or getattr(v, "corun_ordered", False)]
+        assert vllm_plugin.enable(["nixl_order"]) == {"nixl_order"}
+        again = Stack(64, 64).worker.nixl_wrapper
+        assert getattr(again.make_prepped_xfer, "corun_ordered", False)
+    finally:
+        vllm_plugin.disable()
+
+
 def _check_groups(groups, local, remote, want):
     """``groups`` hold every (local, remote) pair once, each group ascending by 1 on both
     sides, in ``want`` groups."""

@@ -51,6 +51,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import weakref
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Tuple, Union
 
 import numpy as np
@@ -172,12 +173,15 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
 def disable() -> None:
     """Restores every patched vLLM function (for tests and harnesses; a server never
     needs it) and takes placement's queue mirrors off the pools it placed in
-    (:func:`corun.adapters.forget_mirrors`), so that those pools pickle and deep-copy as
-    vLLM's own. Connector workers made while it was on keep their ordered NIXL wrapper."""
+    (:func:`corun.adapters.forget_mirrors`): no attribute of corun's is left on them
+    (they pickle and deep-copy while the plugin is on too, the copy vLLM's own), and
+    its ordering off the NIXL agents of connector workers made while it was on (they post
+    in vLLM's order again)."""
     with _LIFE.lock:
         _LIFE.restore()
         _LIFE.on.clear()
         adapters.forget_mirrors()
+        _unwrap_agents()
         _vllm_place.SORTING["moriio"] = False  # a MoRIIO scheduler made later says so again
 
 
@@ -254,6 +258,12 @@ def _ordering(make_prepped_xfer: Callable[..., Any]) -> Callable[..., Any]:
     return corun_make_prepped_xfer
 
 
+# Every NIXL agent whose make_prepped_xfer corun wrapped (weakly held: an agent vLLM
+# drops is not kept alive), so that disable() can take the wrappers off again.
+_ORDERED: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_ORDERED_UNTRACKED: List[Any] = []  # agents that take no weak reference
+
+
 def _wrap_worker(worker: Any) -> None:
     wrapper = worker.nixl_wrapper
     raw = wrapper.make_prepped_xfer
@@ -261,6 +271,22 @@ def _wrap_worker(worker: Any) -> None:
     # attribute stays itself, so what a test asks of it still answers.
     if inspect.ismethod(raw) and not getattr(raw, "corun_ordered", False):
         wrapper.make_prepped_xfer = _ordering(raw)
+        try:
+            _ORDERED.add(wrapper)
+        except TypeError:
+            _ORDERED_UNTRACKED.append(wrapper)
+
+
+def _unwrap_agents() -> None:
+    """Takes corun's ordering off every agent :func:`_wrap_worker` wrapped: the agent's
+    own ``make_prepped_xfer`` (its class's) again."""
+    agents = [*_ORDERED, *_ORDERED_UNTRACKED]
+    _ORDERED.clear()
+    _ORDERED_UNTRACKED.clear()
+    for agent in agents:
+        attrs = getattr(agent, "__dict__", {})
+        if getattr(attrs.get("make_prepped_xfer"), "corun_ordered", False):
+            del attrs["make_prepped_xfer"]
 
 
 _wrap_worker_safely = guarded(_COUNTERS, "nixl_order", lambda worker: None)(_wrap_worker)
