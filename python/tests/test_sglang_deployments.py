@@ -262,3 +262,41 @@ def test_the_plugin_holds_in_the_deployment(backend, page, instances, features, 
         assert on["placed"] == on["partial"] == on["fallback"] == 0
     if "group" in features:
         assert on["group_calls"] == requests
+
+
+@pytest.mark.parametrize("page", [1, 16])
+def test_sglangs_allocators_pickle_and_deep_copy_with_the_plugin_on_and_after(page):
+    """SGLang's real allocators (``TokenToKVPoolAllocator``, ``PagedTokenToKVPoolAllocator``),
+    placed in through SGLang's own calls: they pickle and deep-copy while the plugin is
+    on and after ``disable()``, with no attribute of corun's on them, and a copy
+    allocates as the original does."""
+    import pickle
+
+    s = stack()
+    rng = np.random.default_rng(11)
+    alloc = matrix_allocator(s, page, rng)
+    assert plugin.enable(features="place") == {"place"}
+    plugin.reset_counters()
+
+    def corun_things(a):
+        return [k for k, v in vars(a).items() if "corun" in k or type(v).__module__.startswith("corun")]
+
+    def copies(a):
+        for made in (pickle.loads(pickle.dumps(a)), copy.deepcopy(a)):
+            assert corun_things(made) == []
+            assert made.available_size() == a.available_size()
+            n = 3 * page
+            assert np.array_equal(made.alloc(n).numpy(), copy.deepcopy(a).alloc(n).numpy())
+
+    try:
+        sizes = [5, 9, 4]
+        dst = decode_side(rng, sizes, descending=0)
+        tokens = [n * page - (page // 2) for n in sizes] if page > 1 else sizes
+        matrix_alloc(s, alloc, one_token_batch(s, dst, tokens), tokens, noted=True)
+        c = plugin.counters()
+        assert c["placed"] + c["partial"] + c["fallback"] == len(sizes) and c["errors"] == 0
+        copies(alloc)
+    finally:
+        plugin.disable()
+    assert corun_things(alloc) == []
+    copies(alloc)
