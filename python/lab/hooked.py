@@ -26,6 +26,7 @@ class Plugin:
             # The features a NIXL deployment with placement turns on (placement then
             # judges either-direction runs, as the replay counts them).
             LIFE.on.update({"place", "nixl_order"})
+            _vllm_place.configure()  # CORUN_VLLM_PLACE_CACHED, as enable() reads it
             self.body = _vllm_place._place
             self.prepare = _vllm_place.prepare  # BlockPool.__init__'s hook: the mirror made
         else:

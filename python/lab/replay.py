@@ -51,6 +51,8 @@ request's prefix.
     python python/replay.py --quick    # a small one (CI)
     python python/replay.py --workloads p16-occ80-g0   # one workload of the grid
     python python/replay.py --window n+64 --workloads p16-occ80-g0   # a shallower window
+    python python/replay.py --allocators vllm --place-cached   # CORUN_VLLM_PLACE_CACHED=1:
+                                       # prefix_hits= with cached blocks takeable (replay-place-cached.txt)
 
 The report goes to results/<machine>/<date>-<commit>/replay.txt; its last lines are one
 per allocator and workload:
@@ -73,6 +75,7 @@ than their limit (``over_budget``).
 import argparse
 import functools
 import multiprocessing
+import os
 import sys
 import time
 from collections import deque
@@ -146,9 +149,14 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
         out.own_runs += corun.count_runs(first, np.asarray(own, np.int64), direction=direction)
         out.got_runs += corun.count_runs(first, np.asarray(got, np.int64), direction=direction)
 
+    # CORUN_VLLM_PLACE_CACHED=1 (``--place-cached``): vLLM placement may take cached blocks
+    # from its whole window, as the plugin's setting lets it (the budgeted pass reads it
+    # through the plugin's own configure()).
+    cached = {"cached": True} if allocator == "vllm" and os.environ.get("CORUN_VLLM_PLACE_CACHED") == "1" else {}
+
     def place(f, *args):
         t = time.thread_time()
-        stats = f(*args, window=window)
+        stats = f(*args, window=window, **cached)
         out.adapter_s += time.thread_time() - t
         if stats is not None:  # None: SGLang's adapter on a shortage (nothing placed)
             out.placements.append(stats)
@@ -355,10 +363,16 @@ def main(argv=None):
                     help="placement's window: pages, or KnC for K * n + C (say 4n+64); "
                          "default: the adapters' (4n+64)")
     ap.add_argument("--workloads", nargs="*", help="only these workloads (names as in the report)")
+    ap.add_argument("--place-cached", action="store_true",
+                    help="vLLM placement may take blocks holding a cached prefix "
+                         "(CORUN_VLLM_PLACE_CACHED=1): what that costs in prefix_hits=")
     args = ap.parse_args(argv)
+    if args.place_cached:
+        os.environ["CORUN_VLLM_PLACE_CACHED"] = "1"  # read in each workload's process
     if argv is None and not args.quick:
         # From the command line (not --quick) the report also goes to results/.
-        results.tee(f"replay-window-{args.window}.txt" if args.window else "replay.txt")
+        name = f"replay-window-{args.window}.txt" if args.window else "replay.txt"
+        results.tee(name.replace("replay", "replay-place-cached", 1) if args.place_cached else name)
     requests = args.requests or (300 if args.quick else 5000)
     prefill_blocks, decode_blocks = (8000, 12000) if args.quick else (40000, 60000)
     out = print
