@@ -479,6 +479,7 @@ def test_disable_takes_the_ordering_off_nixl_agents_made_while_on():
     """A NIXL worker made with ``nixl_order`` on posts through corun's ordering; after
     ``disable()`` its agent has its own ``make_prepped_xfer`` again (nothing of corun's on
     it), and ``enable()`` again orders the next worker's as the first time."""
+    vllm_parts()  # vLLM's full install and test tree, or a skip saying which is missing
     vllm_plugin.disable()
     try:
         assert vllm_plugin.enable(["nixl_order"]) == {"nixl_order"}
