@@ -51,8 +51,7 @@ request's prefix.
     python python/replay.py --quick    # a small one (CI)
     python python/replay.py --workloads p16-occ80-g0   # one workload of the grid
     python python/replay.py --window n+64 --workloads p16-occ80-g0   # a shallower window
-    python python/replay.py --allocators vllm --place-cached   # CORUN_VLLM_PLACE_CACHED=1:
-                                       # prefix_hits= with cached blocks takeable (replay-place-cached.txt)
+    python python/replay.py --allocators vllm --place-cached   # CORUN_VLLM_PLACE_CACHED=1's hits
 
 The report goes to results/<machine>/<date>-<commit>/replay.txt; its last lines are one
 per allocator and workload:
@@ -149,9 +148,8 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
         out.own_runs += corun.count_runs(first, np.asarray(own, np.int64), direction=direction)
         out.got_runs += corun.count_runs(first, np.asarray(got, np.int64), direction=direction)
 
-    # CORUN_VLLM_PLACE_CACHED=1 (``--place-cached``): vLLM placement may take cached blocks
-    # from its whole window, as the plugin's setting lets it (the budgeted pass reads it
-    # through the plugin's own configure()).
+    # CORUN_VLLM_PLACE_CACHED=1 (--place-cached): cached blocks takeable, as the plugin's
+    # setting lets them be (the budgeted pass reads it through the plugin's configure()).
     cached = {"cached": True} if allocator == "vllm" and os.environ.get("CORUN_VLLM_PLACE_CACHED") == "1" else {}
 
     def place(f, *args):

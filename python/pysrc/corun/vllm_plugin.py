@@ -37,13 +37,8 @@ version gate, patch record, counters, the WARNING line saying which features are
 ``corun._plugin``'s, shared with the SGLang plugin; ``register`` / ``unregister`` are
 the older names of :func:`enable` / :func:`disable`.
 
-Beside other plugins: the hooks that wrap vLLM's functions (``place``'s, ``nixl_order``'s)
-wrap whatever is there, another plugin's hook included, so both run; ``mooncake`` and
-``moriio`` stand in for vLLM's function, so over another plugin's hook they stay off and
-say so (``corun: vLLM plugin mooncake: off (... is another plugin's hook already ...)``).
-A plugin that hooks after corun wraps corun's: :func:`disable` then leaves its hook in
-place, turns corun's beneath it into a pass-through and says so in a WARNING, and puts
-vLLM's own function back once that plugin unhooks.
+Beside other plugins: see ``corun._plugin.Lifecycle.patch`` and ``replace`` (hooks that
+wrap run beside another plugin's; ``mooncake`` and ``moriio`` stay off over one).
 """
 
 from __future__ import annotations
