@@ -117,7 +117,7 @@ def main(argv=None) -> int:
         "--requests", str(args.requests), "--seed", str(args.seed), "--workload", args.workload]
     cells = QUICK if args.quick else FULL
     path = sc.tee_results("stack-e2e-grid.txt", args)
-    print(f"stack-e2e grid: {len(cells)} cells, {args.requests} requests a way, seed {args.seed}, "
+    print(f"# grid: {len(cells)} cells, {args.requests} requests a way, seed {args.seed}, "
           f"workload {args.workload}", flush=True)
     done = []
     engines: Dict[Tuple[str, str], list] = {}
