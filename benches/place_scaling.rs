@@ -7,7 +7,7 @@
 //! cargo bench --bench place_scaling -- --quick   # 1K to 16K, seconds (CI)
 //! ```
 //!
-//! The shapes, at every size `n` (those of `python/lab/place_scaling.py`, so the Rust and
+//! The shapes, at every size `n` (those of `lab/place_scaling.py`, so the Rust and
 //! Python rows read alike):
 //!
 //! - run: the first side in runs of 1 or 7 (short), 64 or 256 (long) pages, each followed

@@ -28,11 +28,11 @@ FUNCTIONS = ["group_into", "count_runs", "scalar"]
 
 
 def lab_results():
-    """The lab's one results writer, ``python/lab/results.py``, loaded from its file: this
+    """The lab's one results writer, ``lab/results.py``, loaded from its file: this
     script runs from benches/, where the lab package is not importable, and the module
     imports nothing of the lab itself."""
     spec = importlib.util.spec_from_file_location(
-        "lab.results", os.path.join(ROOT, "python", "lab", "results.py"))
+        "lab.results", os.path.join(ROOT, "lab", "results.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -8,7 +8,7 @@ import pytest
 
 from corun import adapters, count_runs
 from corun._budget import DEFAULT_US, SHARE, Budget
-from lab import replay
+from pools import SglangPool
 from test_place import queue_ids, vllm_pool
 
 
@@ -147,7 +147,7 @@ def test_an_sglang_batch_placed_as_far_as_the_budget_goes():
     dst = [np.arange(100, 108), np.arange(300, 312), np.arange(500, 506)]
 
     def fresh():
-        alloc = replay.SglangPool(80)
+        alloc = SglangPool(80)
         a = alloc.alloc(60)
         for lo, hi in ((2, 10), (20, 34), (40, 47)):
             alloc.free_page_ids(a[lo:hi][::-1])

@@ -22,7 +22,8 @@ import corun
 from corun import vllm_plugin
 from reference import reference_merge_blocks as reference
 
-from lab import bench, upstream
+import pools
+import upstream
 
 try:
     vllm_merge = upstream.vllm_moriio_merge()
@@ -118,7 +119,7 @@ def test_every_small_case_matches_vllm():
 @pytest.mark.parametrize("breaks", [0.0, 0.05, 1.0])
 def test_bench_inputs_match_vllm(breaks):
     """bench.py's order-free row: 16,384 blocks as MoRIIO is handed them."""
-    check(*bench.make_orderfree(16384, breaks))
+    check(*pools.make_orderfree(16384, breaks))
 
 
 def test_layouts():

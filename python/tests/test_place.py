@@ -12,7 +12,8 @@ from hypothesis import given, settings, strategies as st
 
 import corun
 from corun import adapters
-from lab import replay, upstream
+import upstream
+from pools import SglangPool, VllmPool
 from reference import reference_place, spans
 from strategies import INT_DTYPES, LAYOUTS, SWAPPED, build, values
 
@@ -139,7 +140,7 @@ def vllm_pool(blocks, caching):
         if REQUIRE:
             raise
         pytest.skip("vLLM 0.33 is not installed")
-    return replay.VllmPool(classes, blocks, caching)
+    return VllmPool(classes, blocks, caching)
 
 
 def queue_ids(pool):
@@ -331,7 +332,7 @@ def test_vllm_adapter_takes_blocks_without_a_prefix_hash():
 
 
 def test_sglang_adapter_reorders_the_front_of_free_pages():
-    alloc = replay.SglangPool(40)
+    alloc = SglangPool(40)
     a = alloc.alloc(30)  # pages 1..30; 31..40 stay free
     alloc.free_page_ids(a[2:6])  # 3..6, staged
     alloc.free_page_ids(a[10:20][::-1])  # 11..20, staged

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import corun
-from lab import sglang_ref, upstream
+import sglang_ref
+import upstream
 from reference import reference
 
 if not sglang_ref.available():

@@ -29,7 +29,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import corun
 from corun import sglang_plugin as plugin
-from lab import sglang_ref, upstream
+import sglang_ref
+import upstream
 
 BACKENDS = [m for m in plugin.GROUP_MODULES if m != "sglang.srt.disaggregation.common.utils"]
 # Batches the long seeded run takes (CORUN_SGLANG_BATCHES=100000 for the count).

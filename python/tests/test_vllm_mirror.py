@@ -4,7 +4,7 @@ its mirror's wrappers: it never moves a block vLLM does not hold free, vLLM's ow
 (or, when it moves, consistent), and after the mirror is read again the next placement
 is correct.
 
-Everything vLLM here is vLLM 0.33's own code from the installed wheel (``lab.upstream``):
+Everything vLLM here is vLLM 0.33's own code from the installed wheel (``upstream``):
 ``KVCacheBlock``, ``FreeKVCacheBlockQueue`` and ``BlockPool.get_new_blocks`` (with its
 ``assert block.ref_cnt == 0``), compiled from their files without the rest of vLLM. The
 tests are skipped when vLLM is not installed, unless ``CORUN_REQUIRE_ENGINES=1``.
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from corun import adapters
-from lab import upstream
+import upstream
 
 REQUIRE = os.environ.get("CORUN_REQUIRE_ENGINES") == "1"
 BLOCK_POOL = "v1/core/block_pool.py"

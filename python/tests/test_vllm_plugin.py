@@ -5,7 +5,7 @@ many requests fragment, and with failures injected into every hook.
 
 The vLLM parts need vLLM's full install (torch and all; ``pip install vllm==0.33.0``)
 and vLLM's test tree from its sdist (``CORUN_VLLM_TESTS``, default
-``target/vllm-0.33.0-tests``, which ``python/vllm_suite.py`` unpacks): without them
+``target/vllm-0.33.0-tests``, which ``python/tests/vllm_suite.py`` unpacks): without them
 they are skipped, saying which is missing. Run as a script, this file prints the
 fragmented-pool run's line, ``vllm-plugin placed=<n> fallback=<n> errors=<n>
 nixl_before=<n> nixl_after=<n>``, and fails unless placement happened.
@@ -26,7 +26,7 @@ import pytest
 
 import corun
 from corun import _corun, adapters, vllm_plugin
-from lab import upstream
+import upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRE = os.environ.get("CORUN_REQUIRE_VLLM") == "1"
@@ -198,24 +198,30 @@ def test_the_entry_point_is_declared():
 # -- inside vLLM ------------------------------------------------------------------------
 
 
+HF_HOME = ROOT / "target" / "vllm-hf"  # the model configs' cache (vllm_suite.write_hf_cache)
+
+
 def vllm_environment():
     """The environment vLLM and Hugging Face's hub read once, when first imported: CPU,
-    offline, the model configs vLLM's test helpers name. Any test module that imports
-    vLLM when collected calls it first (collection imports every module before a test
-    runs)."""
+    offline, the cache of the model configs vLLM's test helpers name (unless HF_HOME is
+    set). Called here at collection, so that no test's import of vLLM comes before it
+    (running this file alone once reached the network: a test's ``enable`` imported vLLM
+    before the first call); the cache itself is written by :func:`vllm_itself`."""
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if "HF_HOME" not in os.environ:
-        from lab import vllm_suite
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HOME", str(HF_HOME))
 
-        home = ROOT / "target" / "vllm-hf"
-        vllm_suite.write_hf_cache(home)
-        os.environ["HF_HOME"] = str(home)
+
+vllm_environment()
 
 
 def vllm_itself():
     """vLLM's full install (torch and all), or a pytest skip naming what is missing."""
-    vllm_environment()
+    if os.environ["HF_HOME"] == str(HF_HOME):
+        import vllm_suite
+
+        vllm_suite.write_hf_cache(HF_HOME)
     try:
         import torch  # noqa: F401
         import vllm
@@ -223,7 +229,7 @@ def vllm_itself():
     except ImportError as e:
         if REQUIRE:
             raise
-        pytest.skip(f"vLLM's full install is absent ({e}); see python/vllm_suite.py")
+        pytest.skip(f"vLLM's full install is absent ({e}); see python/tests/vllm_suite.py")
     if vllm.__version__ not in vllm_plugin.TESTED:
         pytest.skip(f"vLLM {vllm.__version__} is not one the plugin was tested with")
 
@@ -238,7 +244,7 @@ def vllm_parts():
         # Named relative to the checkout (or as CORUN_VLLM_TESTS gave it), not as this
         # machine's absolute path.
         where = tests.relative_to(ROOT) if tests.is_relative_to(ROOT) else tests
-        pytest.skip(f"vLLM's test tree is absent at {where} (python python/vllm_suite.py unpacks it)")
+        pytest.skip(f"vLLM's test tree is absent at {where} (python python/tests/vllm_suite.py unpacks it)")
     upstream.vllm_tests_package(tests / "tests")
     from tests.v1.kv_connector.unit import test_nixl_desc_geometry as geo
     from tests.v1.kv_connector.unit import utils as vu
@@ -565,7 +571,7 @@ def test_mooncake_grouping_is_corun_and_covers_vllms_pairs(monkeypatch):
 
 def test_moriio_merge_is_corun_and_equals_vllms(monkeypatch):
     vllm_parts()
-    from lab import bench
+    import pools
 
     try:
         from vllm.distributed.kv_transfer.kv_connector.v1.moriio import moriio_connector as mo
@@ -582,7 +588,7 @@ def test_moriio_merge_is_corun_and_equals_vllms(monkeypatch):
         for n in (1, 7, 300, 2048):
             for breaks in (0.0, 0.05, 1.0):
                 for assume_sorted in (False, True):
-                    blocks = bench.make_orderfree(n, breaks, seed=n)
+                    blocks = pools.make_orderfree(n, breaks, seed=n)
                     assert ours(None, *blocks, assume_sorted) == own(None, *blocks, assume_sorted)
                     calls += 1
         assert ours(None, [], [0], [1]) == own(None, [], [0], [1]) == ([], [], [])  # vLLM's way

@@ -18,7 +18,7 @@
 //!   transfer one descriptor. Reading extents by id, not as stretches of the list, is
 //!   what keeps placement near the bound after thousands of requests: with 1-token pages
 //!   on vLLM's free queue, stretches of the list took 42% of the room between the
-//!   allocator's own pages and the bound, extents by id 99.7% (`python/replay.py`).
+//!   allocator's own pages and the bound, extents by id 99.7% (`lab/replay.py`).
 //! - Each run, longest first (ties: the earlier run), goes whole into the extent with the
 //!   *least* room that still holds it (best fit; ties: the lower ids), taking that
 //!   extent's highest ids, so that what stays free of an extent is always its low part.

@@ -9,7 +9,7 @@ from ._plugin import Lifecycle, installed_version
 
 __all__ = ["ENV", "FEATURES", "LIFE", "TESTED"]
 
-#: vLLM versions the plugin was tested with (``python/lab/vllm_suite.py``).
+#: vLLM versions the plugin was tested with (``python/tests/vllm_suite.py``).
 TESTED = ("0.33.0",)
 #: The features ``CORUN_VLLM`` can name (or ``all``).
 FEATURES = ("place", "nixl_order", "mooncake", "moriio")

@@ -49,7 +49,7 @@ __all__ = ["default_window", "forget_mirrors", "head", "sglang_place_batch", "sg
 def default_window(n: int) -> int:
     """How deep into the free list placement reaches for a request of ``n`` pages: ``4n +
     64``. Deeper windows place more runs but cost more (reading vLLM's free queue, a
-    linked list of Python objects, block by block, and sorting what was read). On vLLM's replays (``python/replay.py
+    linked list of Python objects, block by block, and sorting what was read). On vLLM's replays (``lab/replay.py
     --window``, the results files in ``python/README.md``): ``n + 64`` placed 100,362
     descriptors at p16 where ``4n + 64`` placed 82,657 (bound 72,802), and with 1-token
     pages it gained almost nothing (1.01x against 1.5x)."""
@@ -61,7 +61,7 @@ def sglang_window(n: int) -> int:
     pairs the pages SGLang's own ``alloc`` would hand out. SGLang's P/D free list is sorted
     and taken from its front, an address-ordered sweep that keeps free pages contiguous;
     reaching deeper (``4n + 64``) fragmented it, and whole replays ended 2-10% *worse* than
-    not placing with 1-token pages (``python/lab/replay.py``, issue 30). Within the front
+    not placing with 1-token pages (``lab/replay.py``, issue 30). Within the front
     ``n`` pages the same pages leave the free list as without placement (its staged frees
     are sorted before reuse, so their order does not matter) and the allocator's state
     evolves exactly as it would."""

@@ -1,7 +1,7 @@
 """A pytest plugin that turns corun's vLLM plugin on for a whole test session:
 ``pytest -p corun.vllm_pytest ...``. vLLM's unit tests build the ``Scheduler`` and the
 connectors directly and never call ``load_general_plugins()``, so a harness that runs
-them with the plugin on must register it itself (``python/vllm_suite.py`` does).
+them with the plugin on must register it itself (``python/tests/vllm_suite.py`` does).
 
 The features are ``CORUN_VLLM``'s (default: ``all``). If the plugin patches nothing (a
 vLLM version it was not tested with, or vLLM absent) the session stops with a usage

@@ -1,9 +1,9 @@
 """Real KV bytes through SGLang 0.5.23's own Mooncake and NIXL backends, corun's plugin off
 and on.
 
-``python python/stack_e2e.py --stack sglang [--connector mooncake|nixl|both] [--model NAME
+``python lab/stack_e2e.py --stack sglang [--connector mooncake|nixl|both] [--model NAME
 --block-tokens N --requests N --seed S --workload NAME --quick]`` (or ``python -m
-lab.stack_sglang`` from python/; the connector is ``mooncake`` unless named; the model
+lab.stack_sglang`` from the root; the connector is ``mooncake`` unless named; the model
 ``llama3-8b-tp8``, pages the workload's 16 tokens unless ``--block-tokens`` says: 1 is
 SGLang's default page size). Each way (plugin off, plugin on; see
 ``lab.stack_common.alternate``) of each connector starts two fresh OS processes on 127.0.0.1
@@ -107,7 +107,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lab import cost_model, kit, upstream
+from lab import cost_model, kit
+from lab.peers import upstream
 from lab import stack_common as sc
 from lab.sglang_sides import (CONNECTORS, MODE, MODEL, POLL_TIMEOUT, STACK, START_TIMEOUT, Side,
                               _stream, pool_pages)
@@ -182,7 +183,7 @@ def main(args=None) -> int:
     """Runs both ways of each connector asked for, prints one line each; returns 0 when
     every target is met (1 when a line has bytes_bad, errors or bytes_checked off the
     requests' KV size). A package the run needs and this Python lacks ends it first, with
-    a message naming it and its ``pip install`` (``lab.upstream.require``).
+    a message naming it and its ``pip install`` (``upstream.require``).
     ``args``: the command line's arguments (a list, or None for ``sys.argv``)."""
     args = sc.parse(_parser(), args)
     chosen = args.connector

@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from lab import e2e, e2e_engines, upstream, workloads
+from lab import e2e, e2e_engines, workloads
+from lab.peers import upstream
 
 MODULES = {"mooncake": "mooncake.engine", "nixl": "nixl_cu12"}
 

@@ -1,9 +1,9 @@
 """Real bytes through a serving stack's own KV connector, corun's plugin off and on.
 
-    python python/stack_e2e.py --stack vllm            # lab.stack_vllm: vLLM 0.33.0's NIXL connector
-    python python/stack_e2e.py --stack sglang          # lab.stack_sglang
-    python python/stack_e2e.py --stack vllm --quick    # CI's short form
-    python python/stack_e2e.py --grid [--quick]        # lab.stack_grid: every stack, model, block size
+    python lab/stack_e2e.py --stack vllm            # lab.stack_vllm: vLLM 0.33.0's NIXL connector
+    python lab/stack_e2e.py --stack sglang          # lab.stack_sglang
+    python lab/stack_e2e.py --stack vllm --quick    # CI's short form
+    python lab/stack_e2e.py --grid [--quick]        # lab.stack_grid: every stack, model, block size
 
 Each stack's module says what it builds, what it measures and which lines it shims; both
 print one line per mode and way (``lab.stack_common.stack_line``):
@@ -14,7 +14,11 @@ fallback=<n> errors=<n> ...``. A full run's output also goes to the results fold
 """
 
 import importlib
+import os
 import sys
+
+if not __package__:  # run as a file (python lab/stack_e2e.py): the checkout first on sys.path
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 STACKS = {"vllm": "lab.stack_vllm", "sglang": "lab.stack_sglang"}
 

@@ -1,4 +1,4 @@
-"""What the whole-stack end-to-end runs share (``python/stack_e2e.py --stack vllm|sglang``).
+"""What the whole-stack end-to-end runs share (``lab/stack_e2e.py --stack vllm|sglang``).
 
 - :func:`parser`: the options every stack takes (``--requests N --seed S --workload NAME
   --quick``); a stack adds its own to the parser it gets.

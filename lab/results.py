@@ -6,8 +6,8 @@ import os
 import subprocess
 import sys
 
-# python/lab/ -> the checkout.
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# lab/ -> the checkout.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def directory():

@@ -7,7 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from lab import replay, upstream, workloads
+from lab import replay, workloads
+from lab.peers import pools, upstream
 
 LINE = re.compile(
     r"^replay allocator=(vllm|sglang) workload=(\S+) requests=(\d+) pages=(\d+) asc=(\d+) "
@@ -61,7 +62,7 @@ def test_ways_on_hand_made_lists():
 
 
 def test_sglang_port_hands_out_sorted_free_pages():
-    pool = replay.SglangPool(10)
+    pool = pools.SglangPool(10)
     a = pool.alloc(4)
     assert a.tolist() == [1, 2, 3, 4]
     pool.free_page_ids([3, 1])
@@ -76,7 +77,7 @@ def test_sglang_port_hands_out_sorted_free_pages():
 def test_vllm_free_queue_is_vllms_own_and_reverses_frees():
     classes = upstream.vllm_queue_classes()
     assert classes[1].__name__ == "FreeKVCacheBlockQueue"
-    pool = replay.VllmPool(classes, 16, caching=False)
+    pool = pools.VllmPool(classes, 16, caching=False)
     first = pool.get_new_blocks(4)
     assert [b.block_id for b in first] == [0, 1, 2, 3]
     pool.free(first)

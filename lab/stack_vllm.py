@@ -112,7 +112,8 @@ from __future__ import annotations
 import os
 from typing import List
 
-from lab import cost_model, kit, upstream
+from lab import cost_model, kit
+from lab.peers import upstream
 from lab import stack_common as sc
 from lab.vllm_engine import BLOCK_ALIGN, SHAPES, STEP_TIMEOUT, Engine
 from lab.vllm_kv import KvShape
@@ -192,7 +193,7 @@ def run_way(args, mode: str, plugin: str) -> sc.WayResult:
 
 
 def _nixl_figures(r: sc.WayResult, t) -> None:
-    """The posting side's timing (``lab.vllm_engine.Timing``) into ``r``."""
+    """The posting side's timing (``lab.vllm_nixl_timing.Timing``) into ``r``."""
     r.descriptors = t["handed"]
     r.xfer_ms, r.post_ms, r.engine_ms = t["xfer_ms"], t["post_ms"], t["engine_ms"]
     r.posted = t["nixl_posted"]

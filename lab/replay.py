@@ -10,25 +10,22 @@ page lists are recorded as its allocator hands them out, then grouped every way:
 - ``orderfree``: the fewest descriptors for the *set* of pairs
   (``corun.sort_by_destination``, then grouped: the pages are distinct, so the set fixes
   the transfer); its CPU time includes the sort;
-- ``gather_wrs`` / ``gather_wrs_either``: RDMA WRITE work requests with gather lists:
-  one request per contiguous destination run (ascending, or either direction), gathering
-  the source segments (concurrent runs) inside it, at most ``MAX_SGE`` per request.
+- ``gather_wrs`` / ``gather_wrs_either``: RDMA WRITE work requests with gather lists, one
+  per contiguous destination run (ascending, or either), gathering the source segments
+  (concurrent runs) inside it, at most ``MAX_SGE`` per request.
 
-Descriptors are counted per layer buffer (a transfer posts that many times the number
-of buffers). The allocators:
+Descriptors are counted per layer buffer (a transfer posts that many per buffer). The allocators:
 
-- **vLLM 0.33** (installed as ``lab.upstream.HINT`` says): the real ``KVCacheBlock`` and
-  ``FreeKVCacheBlockQueue`` classes, compiled by ``lab.upstream`` from the installed package's
-  ``vllm/v1/core/kv_cache_utils.py`` (importing it pulls in the rest of vLLM), driven as
-  ``vllm/v1/core/block_pool.py`` drives them: ``get_new_blocks`` pops
-  ``free_block_queue.popleft_n(n)`` (evicting the cached blocks it takes);
-  ``free_blocks`` takes a request's blocks *reversed*
+- **vLLM 0.33**: the real ``KVCacheBlock`` and ``FreeKVCacheBlockQueue`` classes
+  (``upstream``, through ``lab.peers``), driven as ``vllm/v1/core/block_pool.py`` drives
+  them: ``get_new_blocks`` pops ``free_block_queue.popleft_n(n)`` (evicting the cached
+  blocks it takes); ``free_blocks`` takes a request's blocks *reversed*
   (``single_type_kv_cache_manager.py``, ``free``) and puts the hashed ones back at the
   tail (``append_n``, LRU) and the others at the head (``prepend_n``, LIFO); a prefix hit
   ``touch``\\es its blocks (``free_block_queue.remove`` from the middle of the queue).
   Prefix caching is on: full blocks carry a hash chain, and a request that shares a
-  prefix with an earlier one reuses the blocks still cached. In vLLM's NIXL pull mode
-  the prefill side allocates first and the decode side after it (``allocate_slots``),
+  prefix with an earlier one reuses the blocks still cached. In vLLM's NIXL pull mode the
+  prefill side allocates first and the decode side after it (``allocate_slots``),
   ignoring the remote blocks.
 - **SGLang 0.5.23** (``sglang/srt/mem_cache/allocator/paged.py``, torch code): a numpy
   port of ``PagedTokenToKVPoolAllocator``'s ``clear`` (free pages ``1..num_pages``),
@@ -38,20 +35,16 @@ of buffers). The allocators:
   allocates first (``DecodePreallocQueue``) and sends its pages before the prefill side
   allocates (``alloc_extend``).
 
-The two pools are separate allocators, so which side allocates first changes nothing in
-the lists; it matters for placement (``issues``), not here.
-
 Workloads: request lengths are lognormal in tokens (median 1,024, sigma 1.0, a long
 context of 64x the median one request in 200), pages of 1, 16 or 128 tokens, pools kept
 at an occupancy (50-95%) by finishing the oldest requests, decode sequences growing by a
 block with a probability per step, and (vLLM) a share of requests repeating an earlier
 request's prefix.
 
-    python python/replay.py            # the full grid
-    python python/replay.py --quick    # a small one (CI)
-    python python/replay.py --workloads p16-occ80-g0   # one workload of the grid
-    python python/replay.py --window n+64 --workloads p16-occ80-g0   # a shallower window
-    python python/replay.py --allocators vllm --place-cached   # CORUN_VLLM_PLACE_CACHED=1's hits
+    python lab/replay.py [--quick]  # the full grid [a small one (CI)]
+    python lab/replay.py --workloads p16-occ80-g0   # one workload of the grid
+    python lab/replay.py --window n+64 --workloads p16-occ80-g0   # a shallower window
+    python lab/replay.py --allocators vllm --place-cached   # CORUN_VLLM_PLACE_CACHED=1's hits
 
 The report goes to results/<machine>/<date>-<commit>/replay.txt; its last lines are one
 per allocator and workload:
@@ -82,11 +75,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+if not __package__:  # run as a file (python lab/replay.py): the checkout first on sys.path
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 import corun
 from corun import adapters
-from lab import results, upstream
+from lab import results
+from lab.peers import pools, upstream
 from lab.hooked import Plugin
-from lab.pools import SglangPool, VllmPool  # noqa: F401 (the tests take them from here)
 from lab.ways import COSTS_US, LAYER_BUFFERS, MAX_SGE, WAYS, Window, table
 from lab.workloads import request_blocks, workloads
 # --- the request stream ---------------------------------------------------------------
@@ -125,9 +121,9 @@ def replay(allocator, w, requests, prefill_blocks, decode_blocks, seed=7, window
         classes = upstream.vllm_queue_classes()
         # Both sides cache prefixes (vLLM's default); the decode side's own hits are not
         # pulled (the connector asks prefill for the tokens past the local hit).
-        pre, dec = VllmPool(classes, prefill_blocks, True), VllmPool(classes, decode_blocks, True)
+        pre, dec = pools.VllmPool(classes, prefill_blocks, True), pools.VllmPool(classes, decode_blocks, True)
     else:
-        pre, dec = SglangPool(prefill_blocks), SglangPool(decode_blocks)
+        pre, dec = pools.SglangPool(prefill_blocks), pools.SglangPool(decode_blocks)
     if plugin is not None:
         plugin.prepare(dec if allocator == "vllm" else pre)
     out = Replayed([], {}, [])
@@ -251,7 +247,7 @@ def upkeep_s(classes, pairs=20_000):
     each: the machine's noise only adds)."""
     queues = []
     for mirrored in (False, True):
-        pool = VllmPool(classes, 4096, True)
+        pool = pools.VllmPool(classes, 4096, True)
         if mirrored:
             adapters._mirror(pool)
         queues.append(pool.free_block_queue)
@@ -398,3 +394,7 @@ def main(argv=None):
     out("")
     for line in lines:
         out(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,6 @@
 """One grid over the stack runs: stacks x connectors x models x block sizes, plugin off and on.
 
-``python python/stack_e2e.py --grid [--quick] [--requests N --seed S --workload NAME]``.
+``python lab/stack_e2e.py --grid [--quick] [--requests N --seed S --workload NAME]``.
 Each cell is one stack run's two ways (``lab.stack_common.alternate``: fresh processes a
 way, off and on alternating), through the stack's own ``run_way``; every ``stack-e2e``
 line is printed as the stack prints it, then the cell's verdict:
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     ap = sc.parser(__doc__.splitlines()[0])
     ap.add_argument("--grid", action="store_true", help="(what stack_e2e.py --grid runs)")
     args = sc.parse(ap, argv)
-    from lab import upstream
+    from lab.peers import upstream
 
     upstream.require("stack_e2e.py --grid", ["torch", "vllm", "sglang", "nixl", "mooncake"])
     common = [a for a in ("--quick",) if args.quick] + [

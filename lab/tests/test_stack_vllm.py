@@ -1,4 +1,4 @@
-"""``python/stack_e2e.py --stack vllm --quick``: real bytes through vLLM 0.33.0's own NIXL
+"""``lab/stack_e2e.py --stack vllm --quick``: real bytes through vLLM 0.33.0's own NIXL
 connector in two processes, plugin off and on, and the contract of each ``stack-e2e`` line.
 
 Needs vLLM's full install (torch) and NIXL (``nixl-cu12``): without them the test is
@@ -18,7 +18,7 @@ import pytest
 
 from lab import stack_common as sc
 
-PYTHON = Path(__file__).resolve().parents[1]
+LAB = Path(__file__).resolve().parents[1]
 REQUIRE = os.environ.get("CORUN_REQUIRE_VLLM_STACK") == "1"
 BLOCK_BYTES = 32 * 2 * 16 * 8 * 128 * 2  # a block of every layer's K and V (lab.stack_vllm)
 
@@ -38,8 +38,8 @@ def quick_lines():
         if REQUIRE:
             pytest.fail(f"CORUN_REQUIRE_VLLM_STACK=1 but {absent} is not importable")
         pytest.skip(f"{absent} is not installed (the whole vLLM stack and nixl-cu12 are needed)")
-    proc = subprocess.run([sys.executable, str(PYTHON / "stack_e2e.py"), "--stack", "vllm", "--quick"],
-                          cwd=PYTHON, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, str(LAB / "stack_e2e.py"), "--stack", "vllm", "--quick"],
+                          cwd=LAB.parent, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("stack-e2e ")]
     return lines
@@ -128,8 +128,8 @@ def test_push_mode_run_keeps_the_contract():
     if absent is not None:
         pytest.fail(f"CORUN_VLLM_STACK_PUSH=1 but {absent} is not importable")
     args = ["--quick", "--mode", "push", "--requests", "6"]
-    proc = subprocess.run([sys.executable, str(PYTHON / "stack_e2e.py"), "--stack", "vllm", *args],
-                          cwd=PYTHON, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, str(LAB / "stack_e2e.py"), "--stack", "vllm", *args],
+                          cwd=LAB.parent, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("stack-e2e ")]
     assert len(lines) == 2, lines
@@ -155,8 +155,8 @@ def test_mooncake_connector_run_keeps_the_contract():
             pytest.fail(f"CORUN_REQUIRE_VLLM_STACK=1 but {absent} is not importable")
         pytest.skip(f"{absent} is not installed")
     args = ["--quick", "--connector", "mooncake", "--model", "llama3-70b-tp8", "--requests", "12"]
-    proc = subprocess.run([sys.executable, str(PYTHON / "stack_e2e.py"), "--stack", "vllm", *args],
-                          cwd=PYTHON, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, str(LAB / "stack_e2e.py"), "--stack", "vllm", *args],
+                          cwd=LAB.parent, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     got = {}
     for line in proc.stdout.splitlines():

@@ -17,14 +17,14 @@ names they use. The text is SGLang's, unchanged.
 
 ``available()`` says whether sglang is installed; every other function raises
 ``upstream.Missing`` (its message ends with the install line) when it is not. The files
-are read by ``lab.upstream``, the one loader of upstream code.
+are read by ``upstream``, the one loader of upstream code.
 """
 
 import ast
 
 import numpy as np
 
-from lab import upstream
+import upstream
 
 # SGLang's files, under its package.
 UTILS = upstream.SGLANG_UTILS

@@ -1,4 +1,4 @@
-"""``python/stack_e2e.py --grid --quick``: one grid over both stacks' real connectors
+"""``lab/stack_e2e.py --grid --quick``: one grid over both stacks' real connectors
 (vLLM's NIXL and Mooncake, SGLang's Mooncake and NIXL; models and block sizes as
 ``lab.stack_grid.QUICK`` names them), plugin off and on, and the contract of its lines:
 each cell's two ``stack-e2e`` lines keep every byte, its ``stack-e2e-grid`` line gives
@@ -24,7 +24,7 @@ import pytest
 from lab import stack_common as sc
 from lab import stack_grid
 
-PYTHON = Path(__file__).resolve().parents[1]
+LAB = Path(__file__).resolve().parents[1]
 REQUIRE = os.environ.get("CORUN_REQUIRE_SGLANG_STACK") == "1"
 
 
@@ -43,8 +43,8 @@ def grid_out():
         if REQUIRE:
             pytest.fail(f"CORUN_REQUIRE_SGLANG_STACK=1 but {absent} is not importable")
         pytest.skip(f"{absent} is not installed (both stacks, nixl-cu12 and Mooncake are needed)")
-    proc = subprocess.run([sys.executable, str(PYTHON / "stack_e2e.py"), "--grid", "--quick"],
-                          cwd=PYTHON, capture_output=True, text=True, timeout=1500)
+    proc = subprocess.run([sys.executable, str(LAB / "stack_e2e.py"), "--grid", "--quick"],
+                          cwd=LAB.parent, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-6000:]
     return proc.stdout.splitlines()
 

@@ -10,27 +10,27 @@ is against vLLM's MoRIIO connector (``pip install --no-deps vllm==0.33.0``): its
 against corun's drop-in of the same name (``sort_by_destination`` and the runs, on the
 blocks as page ids).
 
-    python python/bench.py            # N = 2,048 and 16,384; 0%, 5%, 100% breaks; the
+    python lab/bench.py            # N = 2,048 and 16,384; 0%, 5%, 100% breaks; the
                                       # report goes to results/<machine>/<run>/python-bench.txt
-    python python/bench.py --quick    # smoke run (N = 2,048, few rounds; writes nothing)
-    python python/bench.py --corun-only   # corun's calls alone, to compare two builds of
+    python lab/bench.py --quick    # smoke run (N = 2,048, few rounds; writes nothing)
+    python lab/bench.py --corun-only   # corun's calls alone, to compare two builds of
                                           # it (say SSE2 and target-cpu=native) run in turn
-    python python/bench.py --scaling      # placement scaling alone (python-place-scaling.txt)
-    python python/bench.py --scaling --max-pages 65536   # ... to 64K pages
-    python python/bench.py --budget       # placement under the plugins' budget per call,
+    python lab/bench.py --scaling      # placement scaling alone (python-place-scaling.txt)
+    python lab/bench.py --scaling --max-pages 65536   # ... to 64K pages
+    python lab/bench.py --budget       # placement under the plugins' budget per call,
                                           # through the stacks' real allocators, 1 to 1M
                                           # pages (python-place-budget.txt)
 
 Needs SGLang 0.5.23 (every row but the order-free one) and vLLM 0.33.0 (the order-free
 row: without it that row is skipped, saying so), both ``--no-deps``, as
-``lab.upstream.HINT`` says; ``--corun-only`` and ``--scaling`` need neither.
+``upstream.HINT`` says; ``--corun-only`` and ``--scaling`` need neither.
 
 Each row: one input (int32 page lists), each function timed against the code it
 replaces; the rows against "CPython list floor" time ``group_concurrent_contiguous``
 against CPython making the same lists of lists at C speed from ints and slices made
 beforehand (``list_floor``): what the lists alone cost, whoever groups. Layer buffers:
 64 layers x (K, V) = 128, pages of 16 KiB. The order-free row has inputs of its own
-(``make_orderfree``: a request's blocks in shuffled runs, as MoRIIO is handed them).
+(``pools.make_orderfree``: a request's blocks in shuffled runs, as MoRIIO is handed them).
 
 Last, the placement scaling section (``lab.place_scaling``): ``corun.place`` from 1K to
 1M pages, short and long runs, windows of n + 64 and 4n + 64 pages, shuffled and sorted,
@@ -38,13 +38,18 @@ beside ``np.sort`` of the window, one line per case with the time per page of bo
 """
 
 import argparse
+import os
 import platform
 import sys
 
 import numpy as np
 
+if not __package__:  # run as a file (python lab/bench.py): the checkout first on sys.path
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 import corun
-from lab import place_budget, place_scaling, results, sglang_ref, upstream
+from lab import place_budget, place_scaling, results
+from lab.peers import pools, sglang_ref, upstream
 from lab.timing import median_seconds
 
 LAYERS = 2 * 64  # layer buffers: 64 layers x (K, V)
@@ -67,25 +72,6 @@ def make(n, breaks, seed=42):
     dst[brk] += 5
     dst = np.where(np.arange(n) % 2 == 0, dst, 7 + np.arange(n)).astype(np.int32)
     return src, dst
-
-
-def make_orderfree(n, breaks, seed=42):
-    """MoRIIO's inputs for ``n`` blocks of ``PAGE`` bytes (``compute_block_transfer_offsets``
-    makes them: byte offsets of the local and remote blocks in request order, one size
-    each): both sides' block ids run together, each position starting a new run with
-    probability ``breaks`` (a jump of 2-999 on each side); the runs come shuffled, every
-    other one descending on both sides (vLLM's free queue hands recycled blocks out in
-    descending runs), so at 0% the request is one ascending run and at 100% every block
-    stands alone in random order."""
-    rng = np.random.default_rng(seed)
-    brk = rng.random(n) < breaks
-    brk[0] = True
-    local = 100 + np.cumsum(np.where(brk, rng.integers(2, 1000, n), 1))
-    remote = 50 + np.cumsum(np.where(brk, rng.integers(2, 1000, n), 1))
-    runs = np.split(np.arange(n), np.flatnonzero(brk)[1:])
-    order = rng.permutation(len(runs))
-    idx = np.concatenate([runs[r][::-1] if k % 2 else runs[r] for k, r in enumerate(order)])
-    return (local[idx] * PAGE).tolist(), (remote[idx] * PAGE).tolist(), [PAGE] * n
 
 
 def moriio_merge(offsets_local, offsets_remote, sizes, assume_sorted=False):
@@ -241,7 +227,7 @@ def main(argv=None):
             rows = [(name, theirs_name, groups) for name, _, _, theirs_name in pairs]
             if vllm:
                 # The order-free row, on MoRIIO's own inputs: the same lists out, checked first.
-                blocks = make_orderfree(n, breaks)
+                blocks = pools.make_orderfree(n, breaks)
                 merged = moriio_merge(*blocks)
                 assert corun.merge_contiguous_blocks(*blocks) == merged
                 funcs += [lambda: moriio_merge(*blocks),

@@ -1,4 +1,4 @@
-"""``python/stack_e2e.py --stack sglang --quick``: real KV bytes through SGLang 0.5.23's own
+"""``lab/stack_e2e.py --stack sglang --quick``: real KV bytes through SGLang 0.5.23's own
 Mooncake backend (two processes, the Mooncake Transfer Engine over TCP), corun's plugin off
 and on; every line's contract (issue 36).
 
@@ -17,8 +17,7 @@ from lab import engine_counts, nixl_exit
 from lab import stack_common as sc
 from lab import stack_sglang
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_DIR = os.path.dirname(HERE)
+LAB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 FIXED = ["stack", "connector", "plugin", "requests", "bytes_checked", "bytes_bad", "descriptors",
          "xfer_ms_p50", "xfer_ms_p99", "placed", "fallback", "errors"]
@@ -38,9 +37,9 @@ def lines():
         if os.environ.get("CORUN_REQUIRE_SGLANG_STACK") == "1":
             pytest.fail(f"CORUN_REQUIRE_SGLANG_STACK=1 but {missing}")
         pytest.skip(missing)
-    proc = subprocess.run([sys.executable, os.path.join(PYTHON_DIR, "stack_e2e.py"), "--stack",
+    proc = subprocess.run([sys.executable, os.path.join(LAB, "stack_e2e.py"), "--stack",
                            "sglang", "--quick"], capture_output=True, text=True, timeout=600,
-                          cwd=PYTHON_DIR)
+                          cwd=os.path.dirname(LAB))
     out = [line for line in proc.stdout.splitlines() if line.startswith("stack-e2e ")]
     assert len(out) == 2, f"want 2 stack-e2e lines, got:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return out

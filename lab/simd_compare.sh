@@ -4,7 +4,7 @@
 # this CPU (RUSTFLAGS="-C target-cpu=native"), each in its own venv, run in turn twice;
 # the best of the runs per call. Prints default/native per call and input.
 #
-#   bash python/simd_compare.sh      (from anywhere; venvs under target/)
+#   bash lab/simd_compare.sh      (from anywhere; venvs under target/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = --help ]; then sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
@@ -21,7 +21,7 @@ done
 out=$(mktemp -d)
 for round in 1 2; do
   for kind in default native; do
-    target/simd-$kind/bin/python python/bench.py --corun-only >"$out/$kind-$round.txt"
+    target/simd-$kind/bin/python lab/bench.py --corun-only >"$out/$kind-$round.txt"
   done
 done
 python3 - "$out" <<'PY'

@@ -27,9 +27,9 @@ every Mooncake way posts batches of ``MOONCAKE_BATCH``. After each way the decod
 checks every byte of every page it was sent, and that every other byte of its pool is
 still zero, then clears the pages for the next way.
 
-    python python/e2e.py            # N = 2,048 and 16,384 pages, every workload, both engines
-    python python/e2e.py --quick    # N = 256, a pool of 1,024 pages: seconds
-    python python/e2e.py --replay 40   # 40 requests per allocator from replay.py, every way
+    python lab/e2e.py            # N = 2,048 and 16,384 pages, every workload, both engines
+    python lab/e2e.py --quick    # N = 256, a pool of 1,024 pages: seconds
+    python lab/e2e.py --replay 40   # 40 requests per allocator from replay.py, every way
 
 With ``--replay`` the requests come from the real allocators (``replay.py``: vLLM 0.33's
 free queue, SGLang's paged allocator) and move in the ways of issue 22 and 23 side by side
@@ -54,12 +54,18 @@ The last lines, one per engine and workload:
 """
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as np
 
+if not __package__:  # run as a file (python lab/e2e.py): the checkout first on sys.path
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 import corun
-from lab import nixl_exit, results, sglang_ref, upstream, workloads
+from lab import nixl_exit, results, workloads
+from lab.peers import sglang_ref, upstream
 from lab.e2e_engines import (BUFFERS, ENGINES, LAYERS, MOONCAKE_BATCH, Session, TransferError,
                              post_sampled, timed, total)
 from lab.e2e_replay import REPLAY_WAYS, main_replay, merge_order, replayed, vllm_desc_ids
@@ -247,3 +253,7 @@ def measure_args(args):
             print(f"e2e engine={engine} workload={name} pages={n} verified=yes "
                   f"corun_ms={c:.1f} sglang_ms={sg:.1f} per_page_ms={pp:.1f}")
     return rows
+
+
+if __name__ == "__main__":
+    main()

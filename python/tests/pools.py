@@ -1,7 +1,7 @@
 """The serving stacks' allocators as the replays drive them: vLLM 0.33's real free queue
 (``VllmPool``, driven as ``BlockPool`` drives it) and a numpy port of SGLang 0.5.23's
 paged allocator (``SglangPool``). Their docstrings name the upstream lines they follow;
-``lab.replay``'s module docs say how a request stream drives them."""
+``lab/replay.py``'s module docs say how a request stream drives them."""
 
 import numpy as np
 
@@ -129,3 +129,25 @@ class SglangPool:
             self.staged_pages.append(pages)
         else:
             self.free_pages = np.concatenate([pages, self.free_pages])
+
+
+# --- MoRIIO's inputs --------------------------------------------------------------
+
+
+def make_orderfree(n, breaks, seed=42, page=16384):
+    """MoRIIO's inputs for ``n`` blocks of ``page`` bytes (``compute_block_transfer_offsets``
+    makes them: byte offsets of the local and remote blocks in request order, one size
+    each): both sides' block ids run together, each position starting a new run with
+    probability ``breaks`` (a jump of 2-999 on each side); the runs come shuffled, every
+    other one descending on both sides (vLLM's free queue hands recycled blocks out in
+    descending runs), so at 0% the request is one ascending run and at 100% every block
+    stands alone in random order."""
+    rng = np.random.default_rng(seed)
+    brk = rng.random(n) < breaks
+    brk[0] = True
+    local = 100 + np.cumsum(np.where(brk, rng.integers(2, 1000, n), 1))
+    remote = 50 + np.cumsum(np.where(brk, rng.integers(2, 1000, n), 1))
+    runs = np.split(np.arange(n), np.flatnonzero(brk)[1:])
+    order = rng.permutation(len(runs))
+    idx = np.concatenate([runs[r][::-1] if k % 2 else runs[r] for k, r in enumerate(order)])
+    return (local[idx] * page).tolist(), (remote[idx] * page).tolist(), [page] * n

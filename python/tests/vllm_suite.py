@@ -1,9 +1,9 @@
 """vLLM 0.33.0's own tests with corun's vLLM plugin off and on, then corun's own test
 through vLLM's real scheduler, block pool and NIXL connector.
 
-    python python/vllm_suite.py            # every file both ways, then the plugin test
-    python python/vllm_suite.py --quick    # a subset (CI when time is short)
-    python python/vllm_suite.py --files test_nixl_desc_geometry.py --ways on
+    python python/tests/vllm_suite.py            # every file both ways, then the plugin test
+    python python/tests/vllm_suite.py --quick    # a subset (CI when time is short)
+    python python/tests/vllm_suite.py --files test_nixl_desc_geometry.py --ways on
 
 Needs vLLM's full install in a venv of its own (``--venv``, default
 ``target/vllm-venv``: ``pip install vllm==0.33.0 ray tblib pytest-timeout pytest`` and
@@ -11,7 +11,7 @@ corun, e.g. ``pip install ./python``); ``VLLM_TARGET_DEVICE=cpu``. vLLM's tests 
 its sdist, downloaded to ``target/`` (its ``tests/`` only are unpacked: the sdist's
 ``vllm/`` source next to them would shadow the installed package). ``ModelConfig``
 resolves model ids offline from a Hugging Face cache this script writes from
-``python/vllm_configs/`` (each model's public ``config.json``, nothing else).
+``python/tests/vllm_configs/`` (each model's public ``config.json``, nothing else).
 
 Prints, per test file and way, ``vllm-suite file=<name> plugin=<off|on> passed=<n>
 failed=<n> skipped=<n>``, the tests that did not pass (with the reason), the plugin's
@@ -39,9 +39,10 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-# python/lab/vllm_suite.py: HERE is python/ (vllm_configs/, tests/), ROOT the checkout.
-HERE = Path(__file__).resolve().parent.parent
-ROOT = HERE.parent
+# python/tests/vllm_suite.py: HERE is python/tests (vllm_configs/, test_vllm_plugin.py),
+# ROOT the checkout.
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 VERSION = "0.33.0"
 # The sdist, found on the package index pip is set up with (`pip download` would try to
 # build it, which needs torch and CUDA), and checked by its digest.
@@ -56,7 +57,7 @@ FILES = [
     "tests/v1/kv_connector/unit/test_nixl_connector.py",
     "tests/v1/kv_connector/unit/test_nixl_desc_geometry.py",
 ]
-# Passes with the plugin off, on this CPU-only install (python/vllm_suite.py --ways off):
+# Passes with the plugin off, on this CPU-only install (python/tests/vllm_suite.py --ways off):
 # a run of one way is checked against them.
 EXPECTED = {
     "test_prefix_caching.py": 213,
@@ -251,10 +252,8 @@ def run() -> int:
     # corun's own test through vLLM's real stack (the fragmented pool).
     env = env_for(home, "on", None)
     env["CORUN_VLLM_TESTS"] = str(tests)
-    # The test runs as a script (sys.path[0] is python/tests): python/ on its path makes
-    # the lab package importable there, as pytest's pythonpath does for the suite.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH")) if p)
-    out = subprocess.run([python, str(HERE / "tests" / "test_vllm_plugin.py")], env=env,
+    # The test runs as a script: sys.path[0] is python/tests, where its peers' loaders are.
+    out = subprocess.run([python, str(HERE / "test_vllm_plugin.py")], env=env,
                          cwd=HERE, capture_output=True, text=True)
     sys.stdout.write(out.stdout)
     if out.returncode != 0:
@@ -262,3 +261,7 @@ def run() -> int:
         ok = False
     print("vllm-suite: " + ("ok" if ok else "FAILED"))
     return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    main()

@@ -23,8 +23,8 @@ no page handed out twice, never more runs than the allocator's own pages. Then p
 ``place-budget-summary stack=<s> calls=<n> over=<n> max_place_us=<µs>
 max_place_over_limit=<x>``.
 
-    python python/bench.py --budget                    # 1 to 1M pages; python-place-budget.txt
-    python python/bench.py --budget --max-pages 65536  # ... to 64K pages
+    python lab/bench.py --budget                    # 1 to 1M pages; python-place-budget.txt
+    python lab/bench.py --budget --max-pages 65536  # ... to 64K pages
 """
 
 import numpy as np

@@ -16,7 +16,7 @@ little, ``load`` executes the whole file as a module instead.
   ``f(offsets_local, offsets_remote, sizes, assume_sorted=False)``.
 - ``vllm_queue_classes()``: vLLM's ``(KVCacheBlock, FreeKVCacheBlockQueue)``.
 - ``vllm_tests_package(where)``: vLLM's test tree from its sdist (``tests/``, which
-  ``lab.vllm_suite`` unpacks) importable as the package ``tests``, sys.path untouched.
+  ``vllm_suite`` unpacks) importable as the package ``tests``, sys.path untouched.
 
 Anything missing raises ``Missing``, whose message ends with ``HINT``. A command that
 needs whole packages (an engine, a stack) calls ``require(command, names)`` first: one

@@ -1,4 +1,0 @@
-from lab.bench import main
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,0 @@
-from lab.replay import main
-
-if __name__ == "__main__":
-    main()
