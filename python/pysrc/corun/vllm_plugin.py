@@ -44,9 +44,7 @@ wrap run beside another plugin's; ``mooncake`` and ``moriio`` stay off over one)
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
-import weakref
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Tuple, Union
 
 import numpy as np
@@ -55,7 +53,7 @@ from . import _corun, adapters
 from ._guard import guarded, stack_way
 from ._plugin import Hooked
 from ._vllm_life import ENV, FEATURES, LIFE as _LIFE, TESTED
-from . import _vllm_place
+from . import _vllm_nixl, _vllm_place
 from ._vllm_place import _install_place, _place, _place_safely, _posted_direction  # noqa: F401
 
 __all__ = [
@@ -139,7 +137,7 @@ def enable(features: Union[None, str, Iterable[str]] = None) -> FrozenSet[str]:
         done = set()
         for feature, install in (
             ("place", _install_place),
-            ("nixl_order", _install_nixl_order),
+            ("nixl_order", lambda: _vllm_nixl.install(_ordered_safely)),
             ("mooncake", _install_mooncake),
             ("moriio", _install_moriio),
         ):
@@ -176,7 +174,7 @@ def disable() -> None:
         _LIFE.restore()
         _LIFE.on.clear()
         adapters.forget_mirrors()
-        _unwrap_agents()
+        _vllm_nixl.unwrap_agents()
         _vllm_place.SORTING["moriio"] = False  # a MoRIIO scheduler made later says so again
 
 
@@ -236,71 +234,6 @@ def _ordered(local: Any, remote: Any) -> Tuple[Any, Any]:
 
 
 _ordered_safely = guarded(_COUNTERS, "nixl_order", lambda local, remote: (local, remote))(_ordered)
-
-
-def _ordering(make_prepped_xfer: Callable[..., Any]) -> Callable[..., Any]:
-    """``make_prepped_xfer`` with each transfer's descriptor ids in corun's order (calls
-    naming the ids by keyword pass through unchanged)."""
-
-    @functools.wraps(make_prepped_xfer)
-    def corun_make_prepped_xfer(*args: Any, **kwargs: Any) -> Any:
-        if len(args) >= 5:
-            local, remote = _ordered_safely(args[2], args[4])
-            args = (args[0], args[1], local, args[3], remote, *args[5:])
-        return make_prepped_xfer(*args, **kwargs)
-
-    corun_make_prepped_xfer.corun_ordered = True  # type: ignore[attr-defined]
-    return corun_make_prepped_xfer
-
-
-# Every NIXL agent whose make_prepped_xfer corun wrapped (weakly held: an agent vLLM
-# drops is not kept alive), so that disable() can take the wrappers off again.
-_ORDERED: "weakref.WeakSet[Any]" = weakref.WeakSet()
-_ORDERED_UNTRACKED: List[Any] = []  # agents that take no weak reference
-
-
-def _wrap_worker(worker: Any) -> None:
-    wrapper = worker.nixl_wrapper
-    raw = wrapper.make_prepped_xfer
-    # Only an agent's own method is wrapped (NIXL's agent, or a stand-in class): a mock
-    # attribute stays itself, so what a test asks of it still answers.
-    if inspect.ismethod(raw) and not getattr(raw, "corun_ordered", False):
-        wrapper.make_prepped_xfer = _ordering(raw)
-        try:
-            _ORDERED.add(wrapper)
-        except TypeError:
-            _ORDERED_UNTRACKED.append(wrapper)
-
-
-def _unwrap_agents() -> None:
-    """Takes corun's ordering off every agent :func:`_wrap_worker` wrapped: the agent's
-    own ``make_prepped_xfer`` (its class's) again."""
-    agents = [*_ORDERED, *_ORDERED_UNTRACKED]
-    _ORDERED.clear()
-    _ORDERED_UNTRACKED.clear()
-    for agent in agents:
-        attrs = getattr(agent, "__dict__", {})
-        if getattr(attrs.get("make_prepped_xfer"), "corun_ordered", False):
-            del attrs["make_prepped_xfer"]
-
-
-_wrap_worker_safely = guarded(_COUNTERS, "nixl_order", lambda worker: None)(_wrap_worker)
-
-
-def _install_nixl_order() -> None:
-    from vllm.distributed.kv_transfer.kv_connector.v1.nixl import base_worker  # type: ignore[import-not-found, unused-ignore]
-
-    cls = base_worker.NixlBaseConnectorWorker
-    init = cls.__dict__["__init__"]
-
-    @functools.wraps(init)
-    def corun_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        # Every transfer (pull reads, mixed reads, push writes) goes through the agent's
-        # make_prepped_xfer: ordering it there covers them all.
-        _wrap_worker_safely(self)
-
-    _LIFE.patch(cls, "__init__", corun_init)
 
 
 # -- mooncake ---------------------------------------------------------------------------
