@@ -17,9 +17,8 @@ import pytest
 
 from corun import _vllm_mooncake as vm
 from corun import vllm_plugin
-from test_vllm_plugin import vllm_environment
+import test_vllm_plugin  # noqa: F401 (sets vLLM's environment at collection, before its first import)
 
-vllm_environment()  # before vLLM's first import, here at collection
 mu = pytest.importorskip("vllm.distributed.kv_transfer.kv_connector.v1.mooncake.mooncake_utils")
 
 
