@@ -273,26 +273,44 @@ def test_vllm_mirror_follows_each_queue_method_and_rebuilds_when_out_of_step():
     check_mirror(pool, queue_ids(pool))
 
 
-def test_vllm_mirror_move_front_checks_before_it_relinks():
+def test_vllm_move_front_checks_before_it_relinks():
+    from corun._vllm_queue import move_front
+
     pool = vllm_pool(8, caching=False)
     taken = pool.get_new_blocks(2)  # blocks 0 and 1 leave the queue
     before = queue_ids(pool)
     q = pool.free_block_queue
     mirror = corun._corun.VllmQueueMirror(q, len(pool.blocks))
     assert mirror.front(99).tolist() == before == [2, 3, 4, 5, 6, 7]
-    for bad, why in [([5, taken[1].block_id], "block 1 is not in the free queue"),
+    links = [(b.prev_free_block, b.next_free_block) for b in pool.blocks]
+    for bad, why in [([5, taken[1].block_id], "block 1 is not in the free queue: its ref_cnt is not 0"),
                      ([5, 8], "block 8 is not one of the pool's 8"),
-                     ([5, 3, 5], "block 5 is listed twice")]:
+                     ([5, -1], "block -1 is not one of the pool's 8"),
+                     ([5, 3, 5], "block 5 is listed twice"),
+                     ([4, 3, 2, 6, 5, 3], "block 3 is listed twice")]:
         with pytest.raises(RuntimeError, match=why):
-            mirror.move_front(q, pool.blocks, bad)
-        assert queue_ids(pool) == before and mirror.front(99).tolist() == before, "nothing relinked"
-    mirror.move_front(q, pool.blocks, [5, 3])
+            move_front(q, pool.blocks, bad)
+        assert queue_ids(pool) == before, "nothing relinked"
+        assert [(b.prev_free_block, b.next_free_block) for b in pool.blocks] == links, "every link as it was"
+    # Blocks 3 and 4 unlinked, then block 5 fails (its ref_cnt, as if held behind the
+    # wrappers): the two are linked back between their neighbours, last first.
+    pool.blocks[5].ref_cnt = 1
+    with pytest.raises(RuntimeError, match="block 5 is not in the free queue: its ref_cnt"):
+        move_front(q, pool.blocks, [4, 3, 5])
+    pool.blocks[5].ref_cnt = 0
+    assert queue_ids(pool) == before and [(b.prev_free_block, b.next_free_block) for b in pool.blocks] == links
+    move_front(q, pool.blocks, [5, 3])
+    mirror.moved_front([5, 3])
     assert queue_ids(pool) == [5, 3, 2, 4, 6, 7] == mirror.front(99).tolist()
     check_queue(pool, set(before))
-    mirror.move_front(q, pool.blocks, [7, 5, 3, 2])  # the tail, and blocks already in front
+    move_front(q, pool.blocks, [7, 5, 3, 2])  # the tail, and blocks already in front
+    mirror.moved_front([7, 5, 3, 2])
     assert queue_ids(pool) == [7, 5, 3, 2, 4, 6] == mirror.front(99).tolist()
     check_queue(pool, set(before))
+    move_front(q, pool.blocks, [])
+    assert queue_ids(pool) == [7, 5, 3, 2, 4, 6]
     assert mirror.front(2).tolist() == [7, 5] and mirror.in_step(q)
+    assert [b.block_id for b in pool.get_new_blocks(6)] == [7, 5, 3, 2, 4, 6]
 
 
 def test_vllm_adapter_leaves_the_queue_alone_on_fallback():

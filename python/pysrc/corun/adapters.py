@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._corun import VllmQueueMirror, VllmQueueTold, count_runs, place
+from ._vllm_queue import move_front
 
 if TYPE_CHECKING:
     from typing import Any, Callable, List, Literal, Optional, Sequence, Tuple, Union
@@ -125,8 +126,8 @@ def vllm_place_front(
         return _unplaced(first, _mirror(block_pool).front(n), direction)
     w = _window(k, queue.num_free_blocks, window)
     # The queue is a linked list of Python objects; its order is read from a mirror of
-    # block ids kept in step with it (see `_mirror`), and the chosen blocks are relinked
-    # through it in Rust, each checked in the queue before any link changes.
+    # block ids kept in step with it (see `_mirror`); the chosen blocks are relinked in
+    # the queue by `_vllm_queue.move_front` (each checked first), then in the mirror.
     mirror = _mirror(block_pool)
     front = mirror.front(max(w, n))
     # The candidates: the n blocks get_new_blocks takes anyway and, past them, only those
@@ -154,7 +155,9 @@ def vllm_place_front(
         stats["fallback"] = runs >= own
     if not stats["fallback"]:
         try:
-            mirror.move_front(queue, block_pool.blocks, chosen.tolist())
+            ids = chosen.tolist()
+            move_front(queue, block_pool.blocks, ids)
+            mirror.moved_front(ids)
         except RuntimeError:
             mirror.reread(queue)  # the queue as it is now, for the next placement
             raise

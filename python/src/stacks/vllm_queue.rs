@@ -24,7 +24,7 @@ use numpy::PyArray1;
 use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyTuple;
 
 use crate::errors;
 
@@ -105,30 +105,6 @@ impl Mirror {
         Self::set(&mut self.next, id, NONE);
         Self::set(&mut self.prev, id, NONE);
         self.count -= 1;
-    }
-    /// Whether `block` is free by vLLM's own state, or which check says it is not: its
-    /// reference count is 0 (``get_new_blocks`` asserts it of every block it pops), and
-    /// its neighbours' links agree that it stands between them (the queue's fake head
-    /// and tail at the ends). A block's own links alone are not enough: a held block
-    /// spliced in where a free one was leaves the free one's stale links in place, and
-    /// count, first and last unchanged.
-    fn is_free(block: &Bound<'_, PyAny>) -> PyResult<Result<(), &'static str>> {
-        let py = block.py();
-        let (next, prev) = (intern!(py, "next_free_block"), intern!(py, "prev_free_block"));
-        if block.getattr(intern!(py, "ref_cnt"))?.extract::<i64>().ok() != Some(0) {
-            return Ok(Err("its ref_cnt is not 0"));
-        }
-        let (p, n) = (block.getattr(prev)?, block.getattr(next)?);
-        if p.is_none() || n.is_none() {
-            return Ok(Err("its links are None"));
-        }
-        if !p.getattr(next)?.is(block) {
-            return Ok(Err("its previous block's next_free_block is another block"));
-        }
-        if !n.getattr(prev)?.is(block) {
-            return Ok(Err("its next block's prev_free_block is another block"));
-        }
-        Ok(Ok(()))
     }
     /// Records whether `block` (just put in the mirror) holds a cached prefix. vLLM's
     /// blocks always carry `block_hash`; a block without one (a stand-in) holds none.
@@ -332,74 +308,9 @@ impl Mirror {
         Ok(PyArray1::from_vec(py, ids))
     }
 
-    /// Moves the blocks ``blocks[i]`` for ``i`` in ``ids`` (``blocks``: the pool's list
-    /// of every block, by id; ``ids`` distinct, of free blocks) to the front of vLLM's
-    /// free queue ``queue`` in the given order, and the mirror with them: what
-    /// ``queue.remove`` of each then ``queue.prepend_n`` do, in one pass. Every block is
-    /// checked first, in the queue itself (see [`Mirror::is_free`]), and in the mirror;
-    /// if any fails, nothing is relinked and the call is a ``RuntimeError`` (as
-    /// ``remove`` raises) naming the block and what failed.
-    fn move_front(
-        &mut self,
-        queue: &Bound<'_, PyAny>,
-        blocks: &Bound<'_, PyList>,
-        ids: Vec<u32>,
-    ) -> PyResult<()> {
-        let py = queue.py();
-        let (next_attr, prev_attr) =
-            (intern!(py, "next_free_block"), intern!(py, "prev_free_block"));
-        let mut sorted = ids.clone();
-        sorted.sort_unstable();
-        if let Some(w) = sorted.windows(2).find(|w| w.first() == w.last()) {
-            return Err(PyRuntimeError::new_err(format!("corun: block {} is listed twice", w[0])));
-        }
-        let mut moved = errors::try_vec(ids.len(), "the blocks to move")?;
-        for &id in &ids {
-            let b = blocks.get_item(id as usize).map_err(|_| {
-                PyRuntimeError::new_err(format!(
-                    "corun: block {id} is not one of the pool's {}",
-                    blocks.len()
-                ))
-            })?;
-            let why = if self.holds(id) {
-                Self::is_free(&b)?.err()
-            } else {
-                Some("the mirror does not hold it")
-            };
-            if let Some(why) = why {
-                // The queue is not what the mirror says (changed behind the wrappers):
-                // vLLM's own allocation serves this call; the adapter reads the queue again.
-                return Err(PyRuntimeError::new_err(format!(
-                    "corun: block {id} is not in the free queue: {why}; the queue was changed \
-                     behind corun's wrappers, nothing was moved"
-                )));
-            }
-            moved.push(b);
-        }
-        // Relinked as ``remove`` then ``prepend_n`` would (setting only the links that
-        // change, from the mirror's, was measured slower: more list and index work
-        // than the attribute writes it saved).
-        for b in &moved {
-            let (p, n) = (b.getattr(prev_attr)?, b.getattr(next_attr)?);
-            p.setattr(next_attr, &n)?;
-            n.setattr(prev_attr, &p)?;
-        }
-        let head = queue.getattr(intern!(py, "fake_free_list_head"))?;
-        let first = head.getattr(next_attr)?;
-        let mut last = head;
-        for b in moved {
-            b.setattr(prev_attr, &last)?;
-            last.setattr(next_attr, &b)?;
-            last = b;
-        }
-        last.setattr(next_attr, &first)?;
-        first.setattr(prev_attr, &last)?;
-        self.moved_front(ids);
-        Ok(())
-    }
-
     /// The blocks ``ids`` (held, distinct) moved to the front in order (the mirror
-    /// alone: what ``move_front`` does to it).
+    /// alone: what ``corun._vllm_queue.move_front`` did to the queue; an id not held
+    /// marks the mirror broken, to be read again).
     fn moved_front(&mut self, ids: Vec<u32>) {
         for &id in &ids {
             self.unlink(id);
