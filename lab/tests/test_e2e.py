@@ -100,17 +100,22 @@ def test_a_peer_that_is_gone_is_an_error_not_a_hang(session, monkeypatch):
         corun_way()
 
 
-@pytest.mark.parametrize("name", ["mooncake", "nixl"])
-def test_replayed_requests_every_way_verified(name):
-    # Requests from the real allocators (vLLM's free queue, SGLang's allocator port), every
-    # way, each request checked by the decode side (a failed check raises).
-
+def vllm_queue():
+    """vLLM 0.33's free queue classes, or a skip (a failure where engines are required)."""
     try:
         upstream.vllm_queue_classes()
     except upstream.Missing:
         if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
             raise
         pytest.skip("vLLM 0.33 not installed")
+
+
+@pytest.mark.parametrize("name", ["mooncake", "nixl"])
+def test_replayed_requests_every_way_verified(name):
+    # Requests from the real allocators (vLLM's free queue, SGLang's allocator port), every
+    # way, each request checked by the decode side (a failed check raises).
+
+    vllm_queue()
     lines = []
     got = e2e.replayed(engine(name), "vllm", 4, page_bytes=64, limit=10**9, report=lines.append)
     ways = list(e2e.REPLAY_WAYS) + (["vllm_ids", "ordered_ids"] if name == "nixl" else [])
@@ -152,12 +157,7 @@ def test_replay_line_carries_the_prepped_ways(capsys):
 
     engine("nixl")
 
-    try:
-        upstream.vllm_queue_classes()
-    except upstream.Missing:
-        if os.environ.get("CORUN_REQUIRE_ENGINES") == "1":
-            raise
-        pytest.skip("vLLM 0.33 not installed")
+    vllm_queue()
     e2e.main(["--replay", "2", "--engines", "nixl", "--page-bytes", "64"])
     out = capsys.readouterr().out.strip().splitlines()
     vllm_line = next(line for line in out if line.startswith("e2e-replay engine=nixl allocator=vllm"))

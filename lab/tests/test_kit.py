@@ -80,21 +80,16 @@ def test_a_side_that_cannot_be_built_says_why():
 
 
 def test_a_side_that_dies_or_says_nothing_is_an_error_not_a_hang():
-    c = kit.Child("decode", Counter, 0)
-    try:
-        c.ready(60)
-        with pytest.raises(kit.SideError, match=r"decode: died \(exit code 3\) without an answer"):
-            c.call("die", timeout=60)
-    finally:
-        c.close()
-    c = kit.Child("prefill", Counter, 0)
-    try:
-        c.ready(60)
-        with pytest.raises(kit.SideError, match=r"prefill: no answer in 2 s"):
-            c.call("sleep", timeout=2)
-    finally:
-        c.proc.kill()
-        c.close()
+    for side, call, timeout, error in [("decode", "die", 60, r"decode: died \(exit code 3\) without an answer"),
+                                       ("prefill", "sleep", 2, r"prefill: no answer in 2 s")]:
+        c = kit.Child(side, Counter, 0)
+        try:
+            c.ready(60)
+            with pytest.raises(kit.SideError, match=error):
+                c.call(call, timeout=timeout)
+        finally:
+            c.proc.kill()  # the sleeping one is still at work; the dead one: a no-op
+            c.close()
 
 
 def test_free_port_is_a_bindable_port():

@@ -13,36 +13,24 @@ a way, eight ways: a few minutes.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from needs import need
+
 from lab import stack_common as sc
 from lab import stack_grid
 
 LAB = Path(__file__).resolve().parents[1]
-REQUIRE = os.environ.get("CORUN_REQUIRE_SGLANG_STACK") == "1"
-
-
-def missing():
-    """What the grid needs and this Python lacks, or None."""
-    for mod in ("torch", "vllm", "sglang", "nixl_cu12", "mooncake"):
-        if importlib.util.find_spec(mod) is None:
-            return mod
-    return None
 
 
 @pytest.fixture(scope="module")
 def grid_out():
-    absent = missing()
-    if absent is not None:
-        if REQUIRE:
-            pytest.fail(f"CORUN_REQUIRE_SGLANG_STACK=1 but {absent} is not importable")
-        pytest.skip(f"{absent} is not installed (both stacks, nixl-cu12 and Mooncake are needed)")
+    need(("torch", "vllm", "sglang", "nixl_cu12", "mooncake"), "CORUN_REQUIRE_SGLANG_STACK",
+         "both stacks, nixl-cu12 and Mooncake are")
     proc = subprocess.run([sys.executable, str(LAB / "stack_e2e.py"), "--grid", "--quick"],
                           cwd=LAB.parent, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-6000:]

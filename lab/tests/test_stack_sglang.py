@@ -6,12 +6,13 @@ Needs SGLang's runtime stack (torch, sglang 0.5.23, mooncake-transfer-engine): w
 the test skips naming what is missing, and fails instead with CORUN_REQUIRE_SGLANG_STACK=1.
 """
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
+
+from needs import need
 
 from lab import engine_counts, nixl_exit
 from lab import stack_common as sc
@@ -23,20 +24,10 @@ FIXED = ["stack", "connector", "plugin", "requests", "bytes_checked", "bytes_bad
          "xfer_ms_p50", "xfer_ms_p99", "placed", "fallback", "errors"]
 
 
-def _missing():
-    for mod in ("torch", "sglang", "mooncake"):
-        if importlib.util.find_spec(mod) is None:
-            return f"{mod} is not installed here (the SGLang stack runs in /root/venvs/vllm)"
-    return None
-
-
 @pytest.fixture(scope="module")
 def lines():
-    missing = _missing()
-    if missing:
-        if os.environ.get("CORUN_REQUIRE_SGLANG_STACK") == "1":
-            pytest.fail(f"CORUN_REQUIRE_SGLANG_STACK=1 but {missing}")
-        pytest.skip(missing)
+    need(("torch", "sglang", "mooncake"), "CORUN_REQUIRE_SGLANG_STACK",
+         "SGLang's runtime stack (torch, sglang, mooncake-transfer-engine) is")
     proc = subprocess.run([sys.executable, os.path.join(LAB, "stack_e2e.py"), "--stack",
                            "sglang", "--quick"], capture_output=True, text=True, timeout=600,
                           cwd=os.path.dirname(LAB))
@@ -141,8 +132,7 @@ def _nixl_counting_check() -> None:
 def test_nixl_counting_is_what_sglang_hands_and_what_nixl_posts():
     # In a process of its own, which leaves without NIXL's native teardown: a pytest
     # process that made NIXL agents crashed at exit after every test had passed.
-    if importlib.util.find_spec("nixl_cu12") is None:
-        pytest.skip("nixl-cu12 is not installed here")
+    need(("nixl_cu12",), "CORUN_REQUIRE_SGLANG_STACK", "NIXL is")
     import multiprocessing
 
     child = multiprocessing.get_context("spawn").Process(target=_nixl_counting_check)

@@ -8,7 +8,6 @@ The quick run takes two to three minutes (four engine processes start).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -16,28 +15,18 @@ from pathlib import Path
 
 import pytest
 
+from needs import need
+
 from lab import stack_common as sc
 
 LAB = Path(__file__).resolve().parents[1]
-REQUIRE = os.environ.get("CORUN_REQUIRE_VLLM_STACK") == "1"
+VLLM_STACK = ("torch", "vllm", "nixl_cu12")
 BLOCK_BYTES = 32 * 2 * 16 * 8 * 128 * 2  # a block of every layer's K and V (lab.stack_vllm)
-
-
-def missing():
-    """What the run needs and this Python lacks, or None."""
-    for mod in ("torch", "vllm", "nixl_cu12"):
-        if importlib.util.find_spec(mod) is None:
-            return mod
-    return None
 
 
 @pytest.fixture(scope="module")
 def quick_lines():
-    absent = missing()
-    if absent is not None:
-        if REQUIRE:
-            pytest.fail(f"CORUN_REQUIRE_VLLM_STACK=1 but {absent} is not importable")
-        pytest.skip(f"{absent} is not installed (the whole vLLM stack and nixl-cu12 are needed)")
+    need(VLLM_STACK, "CORUN_REQUIRE_VLLM_STACK", "the whole vLLM stack and nixl-cu12 are")
     proc = subprocess.run([sys.executable, str(LAB / "stack_e2e.py"), "--stack", "vllm", "--quick"],
                           cwd=LAB.parent, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
@@ -124,9 +113,7 @@ def test_modes_a_run_measures():
                            "CORUN_VLLM_STACK_PUSH=1 runs it")
 def test_push_mode_run_keeps_the_contract():
     """vLLM's NixlPushConnector (the prefill side WRITEs) both ways: every byte intact."""
-    absent = missing()
-    if absent is not None:
-        pytest.fail(f"CORUN_VLLM_STACK_PUSH=1 but {absent} is not importable")
+    need(VLLM_STACK, "CORUN_VLLM_STACK_PUSH", "the whole vLLM stack and nixl-cu12 are")
     args = ["--quick", "--mode", "push", "--requests", "6"]
     proc = subprocess.run([sys.executable, str(LAB / "stack_e2e.py"), "--stack", "vllm", *args],
                           cwd=LAB.parent, capture_output=True, text=True, timeout=900)
@@ -149,11 +136,7 @@ def test_mooncake_connector_run_keeps_the_contract():
     """vLLM's MooncakeConnector (the real TransferEngine over TCP) both ways, llama3-70b-tp8's
     80 regions: every byte intact, no pull failed; with the plugin the decode side waited
     for the prefill side's blocks for every request and placement judged each of them."""
-    absent = missing() or (None if importlib.util.find_spec("mooncake") else "mooncake")
-    if absent is not None:
-        if REQUIRE:
-            pytest.fail(f"CORUN_REQUIRE_VLLM_STACK=1 but {absent} is not importable")
-        pytest.skip(f"{absent} is not installed")
+    need((*VLLM_STACK, "mooncake"), "CORUN_REQUIRE_VLLM_STACK", "the vLLM stack and Mooncake are")
     args = ["--quick", "--connector", "mooncake", "--model", "llama3-70b-tp8", "--requests", "12"]
     proc = subprocess.run([sys.executable, str(LAB / "stack_e2e.py"), "--stack", "vllm", *args],
                           cwd=LAB.parent, capture_output=True, text=True, timeout=900)

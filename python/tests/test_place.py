@@ -4,6 +4,7 @@ contract any placement keeps, on every integer dtype and array layout; and the a
 replay drives them."""
 
 import os
+import random
 import re
 
 import numpy as np
@@ -311,6 +312,44 @@ def test_vllm_move_front_checks_before_it_relinks():
     assert queue_ids(pool) == [7, 5, 3, 2, 4, 6]
     assert mirror.front(2).tolist() == [7, 5] and mirror.in_step(q)
     assert [b.block_id for b in pool.get_new_blocks(6)] == [7, 5, 3, 2, 4, 6]
+
+
+def test_vllm_move_front_moves_stretches_and_restores_on_any_failure():
+    # Blocks asked in the order they already stand in the queue are unlinked as one
+    # stretch (their inner links kept): every order, stretch or not, against a list.
+    from corun._vllm_queue import move_front
+
+    rng = random.Random(44)
+    for trial in range(300):
+        size = rng.randint(1, 24)
+        pool = vllm_pool(size + 1, caching=False)
+        held = pool.get_new_blocks(size)
+        pool.free(rng.sample(held, rng.randint(0, size)))  # a shuffled queue
+        q = pool.free_block_queue
+        before = queue_ids(pool)
+        if not before:
+            continue
+        # Slices of the queue's order (stretches), forward or not, and lone blocks.
+        ids: list = []
+        while rng.random() < 0.7:
+            at = rng.randrange(len(before))
+            part = before[at:at + rng.randint(1, 5)]
+            ids += [x for x in (part if rng.random() < 0.7 else part[::-1]) if x not in ids]
+        links = [(b.prev_free_block, b.next_free_block) for b in pool.blocks]
+        bad = rng.random() < 0.3 and len(ids) > 0
+        if bad:  # one block asked for taken behind the wrappers' back: nothing moves
+            victim = pool.blocks[rng.choice(ids)]
+            victim.ref_cnt = 1
+            with pytest.raises(RuntimeError, match=f"block {victim.block_id} is not in the free queue"):
+                move_front(q, pool.blocks, ids)
+            victim.ref_cnt = 0
+            assert [(b.prev_free_block, b.next_free_block) for b in pool.blocks] == links, (trial, ids)
+            continue
+        move_front(q, pool.blocks, ids)
+        want = ids + [x for x in before if x not in ids]
+        assert queue_ids(pool) == want, (trial, before, ids)
+        check_queue(pool, set(before))
+        assert [b.block_id for b in pool.get_new_blocks(len(want))] == want
 
 
 def test_vllm_adapter_leaves_the_queue_alone_on_fallback():
