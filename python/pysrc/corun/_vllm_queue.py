@@ -4,9 +4,10 @@ out in order.
 
 Written in Python, not in the Rust mirror: this is attribute reads and writes of Python
 objects and nothing else, and CPython's specialised attribute access in a Python loop
-does them in half the time that the same calls from Rust through the C API take
-(measured on vLLM 0.33's blocks: 108-275 ns a block from 1K to 16K blocks, against
-217-629 ns from Rust). The mirror of block ids (``VllmQueueMirror``) is told after.
+did them in about half the time of the same calls from Rust through the C API (vLLM
+0.33's blocks, 1K-16K of them, when this replaced the Rust loop; in the replay the
+relink is still most of a placement call: cache misses on scattered blocks). The
+mirror of block ids (``VllmQueueMirror.moved_front``) is told after.
 """
 
 from __future__ import annotations
